@@ -1,0 +1,38 @@
+import type { Kysely } from 'kysely';
+import type { Clock } from '../clock.js';
+import { invalidParameter, notFound } from '../errors.js';
+import type { Database } from '../storage/schema.js';
+import { findAccount, insertAccount, listAccounts } from './repository.js';
+
+export interface Account {
+  id: number;
+  name: string;
+}
+
+/** Merchant accounts: every other resource belongs to one. */
+export class AccountsService {
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly clock: Clock,
+  ) {}
+
+  async create(name: string): Promise<Account> {
+    const trimmed = name.trim();
+    if (trimmed.length === 0 || trimmed.length > 255) {
+      throw invalidParameter('name', 'must be 1 to 255 characters');
+    }
+    const row = await insertAccount(this.db, trimmed, this.clock.now());
+    return { id: row.id, name: row.name };
+  }
+
+  async list(): Promise<Account[]> {
+    return (await listAccounts(this.db)).map((row) => ({ id: row.id, name: row.name }));
+  }
+
+  /** The account, or `404 not_found` naming it. */
+  async require(id: number): Promise<Account> {
+    const row = await findAccount(this.db, id);
+    if (!row) throw notFound(`account ${id} does not exist`);
+    return { id: row.id, name: row.name };
+  }
+}

@@ -1,0 +1,99 @@
+import rateLimit from '@fastify/rate-limit';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import { type Clock, systemClock } from './clock.js';
+import type { Config } from './config.js';
+import customerIdentityRoutes from './customer-identities/routes.js';
+import earningRuleRoutes from './earning-rules/routes.js';
+import { DomainError } from './errors.js';
+import { registerAuth } from './http/auth.js';
+import { registerErrorHandling } from './http/errors.js';
+import { registerOpenApi } from './http/openapi.js';
+import { requestId } from './http/request-id.js';
+import { registerTransportRules } from './http/transport.js';
+import { registerValidators } from './http/validation.js';
+import referralSettingsRoutes from './referral-settings/routes.js';
+import { createServices, type Services } from './services.js';
+import { type Db, isReachable } from './storage/db.js';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    services: Services;
+  }
+}
+
+export interface AppOptions {
+  config: Config;
+  db: Db;
+  clock?: Clock;
+  /** Fastify's logger option; tests pass false or a stream. */
+  logger?: FastifyServerOptions['logger'];
+  /** Extra Fastify server options (server.ts passes the HTTPS ones). */
+  server?: Partial<FastifyServerOptions> & { https?: object };
+}
+
+/** Maximum request body: the contract's 64 KiB. */
+export const BODY_LIMIT = 64 * 1024;
+
+/** Builds the whole app (plugins, routes, error handling) without listening. */
+export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
+  const { config, db } = options;
+  const app = Fastify({
+    logger: options.logger ?? {
+      level: config.logLevel,
+      redact: { paths: ['req.headers.authorization', 'req.headers.cookie'], censor: '[redacted]' },
+    },
+    genReqId: requestId,
+    bodyLimit: BODY_LIMIT,
+    trustProxy: config.trustProxy,
+    // Closing is answered by our own hook, with the contract's body.
+    return503OnClosing: false,
+    ...options.server,
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  const services = createServices(db, {
+    clock: options.clock ?? systemClock,
+    accessTokenTtlSeconds: config.accessTokenTtlSeconds,
+  });
+  app.decorate('services', services);
+
+  registerValidators(app);
+  registerErrorHandling(app);
+  registerTransportRules(app, config);
+  refuseWhileClosing(app);
+
+  // JSON only: without this, Fastify would also accept text/plain bodies.
+  app.removeContentTypeParser(['text/plain']);
+  app.addHook('onSend', async (request, reply) => {
+    reply.header('x-content-type-options', 'nosniff');
+    if (request.url.startsWith('/v1/')) reply.header('cache-control', 'no-store');
+  });
+
+  await app.register(rateLimit, { global: false, enableDraftSpec: true });
+  registerAuth(app, services.credentials, config);
+  await registerOpenApi(app);
+
+  app.get('/healthz', { schema: { tags: ['Service'], summary: 'Liveness' } }, async () => ({ status: 'ok' }));
+  app.get('/readyz', { schema: { tags: ['Service'], summary: 'Readiness: the database answers' } }, async () => {
+    if (!(await isReachable(db))) throw new DomainError('unavailable', 'the database is unreachable');
+    return { status: 'ready' };
+  });
+
+  await app.register(referralSettingsRoutes);
+  await app.register(customerIdentityRoutes);
+  await app.register(earningRuleRoutes);
+  return app;
+}
+
+/** Once shutdown starts, new requests get `503 unavailable`; requests in flight finish. */
+function refuseWhileClosing(app: FastifyInstance): void {
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
+  app.addHook('onRequest', async (_request, reply) => {
+    if (!closing) return;
+    reply.header('connection', 'close');
+    throw new DomainError('unavailable', 'the server is shutting down; retry on another connection');
+  });
+}

@@ -1,0 +1,94 @@
+import type { Kysely } from 'kysely';
+import { ALL_SCOPES, decodeScopes, encodeScopes, parseScopes, type Scope } from '../auth/scopes.js';
+import { CLIENT_SECRET_PREFIX, newSecret, randomBase62, sha256Hex } from '../auth/secrets.js';
+import type { Clock } from '../clock.js';
+import { invalidParameter, notFound } from '../errors.js';
+import type { AppRow, Database } from '../storage/schema.js';
+import { findAppByClientId, insertApp, listApps } from './repository.js';
+
+/** A registered app, as listings show it (never its secret). */
+export interface App {
+  id: number;
+  name: string;
+  client_id: string;
+  scopes: Scope[];
+  redirect_uris: string[];
+  /** False for a public client, which must use PKCE. */
+  confidential: boolean;
+}
+
+/** A new app with its client secret: the only time the secret is shown. */
+export interface CreatedApp extends App {
+  client_secret: string | null;
+}
+
+export interface CreateAppInput {
+  name: string;
+  scopes?: string | readonly string[];
+  redirectUris?: readonly string[];
+  /** A public client has no secret and must use PKCE. */
+  public?: boolean;
+}
+
+/** Third-party apps that act for merchants with OAuth access tokens. */
+export class AppsService {
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly clock: Clock,
+  ) {}
+
+  async create(input: CreateAppInput): Promise<CreatedApp> {
+    const name = input.name.trim();
+    if (name.length === 0 || name.length > 255) throw invalidParameter('name', 'must be 1 to 255 characters');
+    const scopes = parseScopes(input.scopes, ALL_SCOPES);
+    const redirectUris = [...new Set(input.redirectUris ?? [])];
+    for (const uri of redirectUris) validateRedirectUri(uri);
+    const clientSecret = input.public ? null : newSecret(CLIENT_SECRET_PREFIX);
+    const row = await insertApp(this.db, {
+      name,
+      client_id: `app_${randomBase62(24)}`,
+      client_secret_hash: clientSecret === null ? null : sha256Hex(clientSecret),
+      scopes: encodeScopes(scopes),
+      redirect_uris: JSON.stringify(redirectUris),
+      created_at: this.clock.now(),
+    });
+    return { ...toApp(row), client_secret: clientSecret };
+  }
+
+  async list(): Promise<App[]> {
+    return (await listApps(this.db)).map(toApp);
+  }
+
+  /** The app with this client id, or `404 not_found`. */
+  async requireByClientId(clientId: string): Promise<App & { secretHash: string | null }> {
+    const row = await findAppByClientId(this.db, clientId);
+    if (!row) throw notFound(`app with client_id ${clientId} does not exist`);
+    return { ...toApp(row), secretHash: row.client_secret_hash };
+  }
+}
+
+function toApp(row: AppRow): App {
+  return {
+    id: row.id,
+    name: row.name,
+    client_id: row.client_id,
+    scopes: decodeScopes(row.scopes),
+    redirect_uris: JSON.parse(row.redirect_uris) as string[],
+    confidential: row.client_secret_hash !== null,
+  };
+}
+
+/** Redirect URIs are absolute, without a fragment, and HTTPS unless they point at this machine. */
+function validateRedirectUri(uri: string): void {
+  let url: URL;
+  try {
+    url = new URL(uri);
+  } catch {
+    throw invalidParameter('redirect_uri', `"${uri}" is not an absolute URL`);
+  }
+  if (url.hash !== '' || uri.includes('#')) throw invalidParameter('redirect_uri', 'must not have a fragment');
+  const loopback = ['localhost', '127.0.0.1', '[::1]'].includes(url.hostname);
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && loopback)) {
+    throw invalidParameter('redirect_uri', 'must use https (http only for localhost)');
+  }
+}

@@ -1,0 +1,49 @@
+import { invalidParameter } from '../errors.js';
+
+/** Every scope of the API, with the words shown to a merchant on the consent page. */
+export const SCOPE_DESCRIPTIONS = {
+  'referral_settings:read': 'Read your referral program settings',
+  'earning_rule:read': 'Read your earning rules',
+  'customer_identity:write': 'Create and update customer identities (links to your customers)',
+} as const;
+
+export type Scope = keyof typeof SCOPE_DESCRIPTIONS;
+
+export const ALL_SCOPES = Object.keys(SCOPE_DESCRIPTIONS) as Scope[];
+
+export function isScope(name: string): name is Scope {
+  return Object.hasOwn(SCOPE_DESCRIPTIONS, name);
+}
+
+/**
+ * Parses a space- (or comma-) separated scope list. Unknown names are refused; an empty or
+ * missing list means `fallback`. The result is deduplicated and in the canonical order.
+ */
+export function parseScopes(input: string | readonly string[] | undefined, fallback: readonly Scope[]): Scope[] {
+  const names = (typeof input === 'string' ? input.split(/[\s,]+/) : (input ?? [])).filter(Boolean);
+  if (names.length === 0) return [...fallback];
+  const unknown = names.filter((name) => !isScope(name));
+  if (unknown.length > 0) {
+    throw invalidParameter(
+      'scopes',
+      `has unknown scope ${unknown.map((s) => `"${s}"`).join(', ')}; known scopes: ${ALL_SCOPES.join(', ')}`,
+    );
+  }
+  return ALL_SCOPES.filter((scope) => names.includes(scope));
+}
+
+/** Reads the stored (space-separated, already validated) form. */
+export function decodeScopes(stored: string): Scope[] {
+  return stored.split(' ').filter(isScope);
+}
+
+export function encodeScopes(scopes: readonly Scope[]): string {
+  return scopes.join(' ');
+}
+
+/** True when `held` grants `required`: the scope itself, or `resource:write` for `resource:read`. */
+export function grants(held: readonly Scope[], required: Scope): boolean {
+  if (held.includes(required)) return true;
+  const [resource, action] = required.split(':');
+  return action === 'read' && held.some((scope) => scope === `${resource}:write`);
+}

@@ -1,0 +1,42 @@
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+
+const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+
+/** Random base62 text from the OS CSPRNG, without modulo bias (rejection sampling). */
+export function randomBase62(length: number): string {
+  let out = '';
+  while (out.length < length) {
+    for (const byte of randomBytes(length * 2)) {
+      if (byte < 248 && out.length < length) out += BASE62[byte % 62];
+    }
+  }
+  return out;
+}
+
+/** Credential prefixes of the contract. */
+export const API_KEY_PREFIX = 'api_';
+export const ACCESS_TOKEN_PREFIX = 'oa2_';
+export const CLIENT_SECRET_PREFIX = 'cs_';
+
+/** A new secret: the prefix and 40 random base62 characters (about 238 bits). */
+export function newSecret(prefix: string): string {
+  return prefix + randomBase62(40);
+}
+
+/** SHA-256 of a secret, hex: the only form in which secrets are stored. */
+export function sha256Hex(value: string): string {
+  return createHash('sha256').update(value).digest('hex');
+}
+
+/** Constant-time comparison of two hex digests. */
+export function digestsEqual(a: string, b: string): boolean {
+  const left = Buffer.from(a, 'hex');
+  const right = Buffer.from(b, 'hex');
+  return left.length === right.length && timingSafeEqual(left, right);
+}
+
+/** The form listings show: the prefix and the first four random characters (`api_AbC4…`). */
+export function redact(secret: string): string {
+  const cut = secret.indexOf('_') + 5;
+  return `${secret.slice(0, cut)}…`;
+}

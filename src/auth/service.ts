@@ -1,0 +1,171 @@
+import type { Kysely } from 'kysely';
+import type { AccountsService } from '../accounts/service.js';
+import type { AppsService } from '../apps/service.js';
+import type { Clock } from '../clock.js';
+import { DomainError, invalidParameter, notFound } from '../errors.js';
+import type { Database } from '../storage/schema.js';
+import {
+  findAccessTokenByHash,
+  findApiKeyByHash,
+  insertAccessToken,
+  insertApiKey,
+  listApiKeys,
+  revokeAccessTokenByHash,
+  revokeApiKey,
+} from './repository.js';
+import { ALL_SCOPES, decodeScopes, encodeScopes, parseScopes, type Scope } from './scopes.js';
+import { ACCESS_TOKEN_PREFIX, API_KEY_PREFIX, newSecret, redact, sha256Hex } from './secrets.js';
+
+/** Who is calling: the credential a request authenticated with. */
+export interface Credential {
+  kind: 'api_key' | 'access_token';
+  /** Row id of the key or token: the rate-limit key together with `kind`. */
+  id: number;
+  accountId: number;
+  /** The app, for access tokens. */
+  appId: number | null;
+  scopes: Scope[];
+}
+
+export interface CreatedApiKey {
+  id: number;
+  key: string;
+  scopes: Scope[];
+}
+
+export interface ApiKeySummary {
+  id: number;
+  key: string;
+  scopes: Scope[];
+  revoked: boolean;
+}
+
+export interface IssuedToken {
+  access_token: string;
+  token_type: 'Bearer';
+  expires_in: number;
+  scope: string;
+}
+
+/** API keys, access tokens, and turning a bearer value into a Credential. */
+export class CredentialsService {
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly clock: Clock,
+    private readonly accounts: AccountsService,
+    private readonly apps: AppsService,
+    private readonly accessTokenTtlSeconds: number,
+  ) {}
+
+  /** A new API key for the account; the raw key is in the result and nowhere else, ever. */
+  async createApiKey(accountId: number, scopes?: string | readonly string[]): Promise<CreatedApiKey> {
+    const granted = parseScopes(scopes, ALL_SCOPES);
+    await this.accounts.require(accountId);
+    const key = newSecret(API_KEY_PREFIX);
+    const row = await insertApiKey(this.db, {
+      account_id: accountId,
+      key_hash: sha256Hex(key),
+      key_prefix: redact(key),
+      scopes: encodeScopes(granted),
+      created_at: this.clock.now(),
+      revoked_at: null,
+    });
+    return { id: row.id, key, scopes: granted };
+  }
+
+  async listApiKeys(accountId: number): Promise<ApiKeySummary[]> {
+    await this.accounts.require(accountId);
+    return (await listApiKeys(this.db, accountId)).map((row) => ({
+      id: row.id,
+      key: row.key_prefix,
+      scopes: decodeScopes(row.scopes),
+      revoked: row.revoked_at !== null,
+    }));
+  }
+
+  async revokeApiKey(id: number): Promise<{ id: number; revoked: true }> {
+    const row = await revokeApiKey(this.db, id, this.clock.now());
+    if (!row) throw notFound(`API key ${id} does not exist`);
+    return { id: row.id, revoked: true };
+  }
+
+  /**
+   * Issues an access token for an account and app, as if the merchant had approved the app.
+   * The scopes must be ones the app is registered for; none named means all of the app's.
+   */
+  async issueAccessToken(input: {
+    accountId: number;
+    clientId: string;
+    scopes?: string | readonly string[];
+    ttlSeconds?: number;
+  }): Promise<IssuedToken> {
+    const app = await this.apps.requireByClientId(input.clientId);
+    await this.accounts.require(input.accountId);
+    const requested = parseScopes(input.scopes, app.scopes);
+    const beyond = requested.filter((scope) => !app.scopes.includes(scope));
+    if (beyond.length > 0) {
+      throw invalidParameter('scopes', `are not registered for app ${app.client_id}: ${beyond.join(', ')}`);
+    }
+    const ttl = input.ttlSeconds ?? this.accessTokenTtlSeconds;
+    if (!Number.isInteger(ttl) || ttl < 1 || ttl > 31_536_000) {
+      throw invalidParameter('ttl', 'must be a whole number of seconds from 1 to 31536000');
+    }
+    const token = newSecret(ACCESS_TOKEN_PREFIX);
+    const now = this.clock.now();
+    await insertAccessToken(this.db, {
+      account_id: input.accountId,
+      app_id: app.id,
+      token_hash: sha256Hex(token),
+      token_prefix: redact(token),
+      scopes: encodeScopes(requested),
+      created_at: now,
+      expires_at: now + ttl * 1000,
+      revoked_at: null,
+    });
+    return { access_token: token, token_type: 'Bearer', expires_in: ttl, scope: encodeScopes(requested) };
+  }
+
+  /** Revokes an access token given its raw value; false when it was unknown or already revoked. */
+  async revokeAccessToken(token: string): Promise<boolean> {
+    return revokeAccessTokenByHash(this.db, sha256Hex(token), this.clock.now());
+  }
+
+  /**
+   * The live credential for a bearer value, or null when it is unknown, revoked or expired
+   * (the contract answers all three alike).
+   */
+  async authenticate(bearer: string): Promise<Credential | null> {
+    const hash = sha256Hex(bearer);
+    const now = this.clock.now();
+    if (bearer.startsWith(API_KEY_PREFIX)) {
+      const row = await findApiKeyByHash(this.db, hash);
+      if (!row || row.revoked_at !== null) return null;
+      return { kind: 'api_key', id: row.id, accountId: row.account_id, appId: null, scopes: decodeScopes(row.scopes) };
+    }
+    if (bearer.startsWith(ACCESS_TOKEN_PREFIX)) {
+      const row = await findAccessTokenByHash(this.db, hash);
+      if (!row || row.revoked_at !== null || row.expires_at <= now) return null;
+      return {
+        kind: 'access_token',
+        id: row.id,
+        accountId: row.account_id,
+        appId: row.app_id,
+        scopes: decodeScopes(row.scopes),
+      };
+    }
+    return null;
+  }
+}
+
+/** The 401 of the contract; `tokenSent` adds `error="invalid_token"`. */
+export function unauthorized(message: string, tokenSent: boolean): DomainError {
+  const challenge = tokenSent ? 'Bearer realm="loyalty", error="invalid_token"' : 'Bearer realm="loyalty"';
+  return new DomainError('unauthorized', message, undefined, { 'WWW-Authenticate': challenge });
+}
+
+/** The 403 of the contract for a credential without the route's scope. */
+export function insufficientScope(scope: Scope): DomainError {
+  return new DomainError('insufficient_scope', `this credential lacks the scope ${scope}`, undefined, {
+    'WWW-Authenticate': `Bearer realm="loyalty", error="insufficient_scope", scope="${scope}"`,
+  });
+}

@@ -1,0 +1,129 @@
+import { isIP } from 'node:net';
+
+/** Everything the service reads from its environment, validated once at start. */
+export interface Config {
+  readonly host: string;
+  readonly port: number;
+  readonly databaseUrl: string;
+  readonly tls: { readonly certFile: string; readonly keyFile: string } | null;
+  /** `false`, `true` (trust every hop), or the addresses/CIDRs of trusted proxies. */
+  readonly trustProxy: boolean | string;
+  /** Requests per second per credential; 0 switches the limit off. */
+  readonly rateLimitPerSecond: number;
+  readonly logLevel: LogLevel;
+  /** SQLite `synchronous` pragma: FULL (default) survives power loss; NORMAL is faster. */
+  readonly sqliteSynchronous: 'FULL' | 'NORMAL';
+  /** Lifetime of access tokens issued by `loyalty tokens issue` and the OAuth flow. */
+  readonly accessTokenTtlSeconds: number;
+}
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+export const DEFAULT_DATABASE_URL = 'sqlite:./data/loyalty.db';
+
+/** Raised with every configuration mistake at once, each on its own line. */
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+/** Reads and validates the environment; throws a ConfigError naming each mistake. */
+export function loadConfig(env: Env = process.env): Config {
+  const problems: string[] = [];
+  const read = (name: string): string | undefined => {
+    const value = env[name]?.trim();
+    return value === undefined || value === '' ? undefined : value;
+  };
+  const integer = (name: string, fallback: number, min: number, max: number): number => {
+    const raw = read(name);
+    if (raw === undefined) return fallback;
+    if (!/^\d+$/.test(raw) || Number(raw) < min || Number(raw) > max) {
+      problems.push(`${name} must be a whole number from ${min} to ${max}, got "${raw}"`);
+      return fallback;
+    }
+    return Number(raw);
+  };
+
+  const host = read('HOST') ?? '127.0.0.1';
+  const port = integer('PORT', 3000, 0, 65535);
+  const databaseUrl = read('DATABASE_URL') ?? DEFAULT_DATABASE_URL;
+  if (!/^(sqlite:|postgres:\/\/|postgresql:\/\/)/.test(databaseUrl)) {
+    problems.push(
+      `DATABASE_URL must start with "sqlite:" (for example ${DEFAULT_DATABASE_URL}) or "postgres://", got "${redactUrl(databaseUrl)}"`,
+    );
+  }
+
+  const certFile = read('TLS_CERT_FILE');
+  const keyFile = read('TLS_KEY_FILE');
+  if ((certFile === undefined) !== (keyFile === undefined)) {
+    problems.push('TLS_CERT_FILE and TLS_KEY_FILE must be set together (HTTPS needs both)');
+  }
+  const tls = certFile && keyFile ? { certFile, keyFile } : null;
+
+  const trustProxy = parseTrustProxy(read('TRUST_PROXY'), problems);
+  const rateLimitPerSecond = integer('RATE_LIMIT_PER_SECOND', 10, 0, 1_000_000);
+
+  const logLevel = (read('LOG_LEVEL') ?? 'info').toLowerCase();
+  if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) {
+    problems.push(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`);
+  }
+
+  const synchronous = (read('SQLITE_SYNCHRONOUS') ?? 'FULL').toUpperCase();
+  if (synchronous !== 'FULL' && synchronous !== 'NORMAL') {
+    problems.push(`SQLITE_SYNCHRONOUS must be FULL or NORMAL, got "${synchronous}"`);
+  }
+  const accessTokenTtlSeconds = integer('ACCESS_TOKEN_TTL_SECONDS', 3600, 60, 31_536_000);
+
+  if (!tls && trustProxy === false && !isLoopbackHost(host)) {
+    problems.push(
+      `HOST=${host} is reachable from other machines, but neither TLS (TLS_CERT_FILE and TLS_KEY_FILE) nor TRUST_PROXY is set: ` +
+        'every request would be plain HTTP, which the API refuses. Set TLS files, or TRUST_PROXY behind an HTTPS proxy, or bind 127.0.0.1.',
+    );
+  }
+
+  if (problems.length > 0) throw new ConfigError(problems);
+  return Object.freeze({
+    host,
+    port,
+    databaseUrl,
+    tls: tls ? Object.freeze(tls) : null,
+    trustProxy,
+    rateLimitPerSecond,
+    logLevel: logLevel as LogLevel,
+    sqliteSynchronous: synchronous as 'FULL' | 'NORMAL',
+    accessTokenTtlSeconds,
+  });
+}
+
+function parseTrustProxy(raw: string | undefined, problems: string[]): boolean | string {
+  if (raw === undefined) return false;
+  const lower = raw.toLowerCase();
+  if (lower === 'false' || lower === '0') return false;
+  if (lower === 'true' || lower === '1') return true;
+  const entries = raw.split(',').map((s) => s.trim());
+  const bad = entries.filter((entry) => {
+    const [address, bits, ...rest] = entry.split('/');
+    if (rest.length > 0 || address === undefined || isIP(address) === 0) return true;
+    return bits !== undefined && !/^\d{1,3}$/.test(bits);
+  });
+  if (bad.length > 0) {
+    problems.push(`TRUST_PROXY must be true, false, or a comma-separated list of proxy addresses/CIDRs, got "${raw}"`);
+    return false;
+  }
+  return entries.join(',');
+}
+
+/** True for hosts that only this machine can reach. */
+export function isLoopbackHost(host: string): boolean {
+  return host === 'localhost' || host === '::1' || host.startsWith('127.');
+}
+
+/** Hides the password of a connection URL so it can be printed. */
+export function redactUrl(url: string): string {
+  return url.replace(/\/\/([^:/@]+):([^@]*)@/, '//$1:***@');
+}

@@ -1,0 +1,148 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { DomainError, type ErrorCode, type ErrorDetail } from '../errors.js';
+import type { ErrorBody } from './schemas.js';
+
+/**
+ * One handler for every error, Fastify's own included (JSON parsing, media type, body size,
+ * validation, unknown routes), so every error has the contract's body and status. A 5xx logs the
+ * whole error with the request id and answers only a generic message.
+ */
+export function registerErrorHandling(app: FastifyInstance): void {
+  app.setNotFoundHandler((request, reply) => {
+    send(request, reply, new DomainError('not_found', `no route for ${request.method} ${request.url.split('?')[0]}`));
+  });
+
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    const domain = toDomainError(error);
+    if (domain.status >= 500) {
+      if (domain.code === 'internal_error') request.log.error({ err: error }, 'request failed');
+      else request.log.warn({ err: error }, domain.message);
+    }
+    send(request, reply, domain);
+  });
+}
+
+function send(request: FastifyRequest, reply: FastifyReply, error: DomainError): void {
+  const body: ErrorBody = {
+    error: { code: error.code, message: error.message, request_id: request.id },
+  };
+  if (error.details) body.error.details = error.details;
+  if (error.code === 'unavailable' && !reply.hasHeader('retry-after')) reply.header('retry-after', '1');
+  reply
+    .code(error.status)
+    .headers(error.headers ?? {})
+    .header('x-request-id', request.id)
+    .type('application/json; charset=utf-8')
+    .send(JSON.stringify(body));
+}
+
+/** Maps any thrown value to the contract's error. */
+export function toDomainError(error: FastifyError): DomainError {
+  if (error instanceof DomainError) return error;
+  if (error.validation) return fromValidation(error);
+  if (isDatabaseUnavailable(error)) {
+    return new DomainError('unavailable', 'the service is temporarily unavailable; retry shortly');
+  }
+  switch (error.code) {
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+    case 'FST_ERR_CTP_INVALID_TYPE':
+      return new DomainError(
+        'unsupported_media_type',
+        'the request body must be sent with Content-Type: application/json',
+      );
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new DomainError('payload_too_large', 'the request body is larger than 64 KiB');
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return new DomainError('invalid_request', 'the request body is empty; a JSON object is required');
+  }
+  const status = error.statusCode ?? 500;
+  if (status === 413) return new DomainError('payload_too_large', 'the request body is larger than 64 KiB');
+  if (status === 415)
+    return new DomainError(
+      'unsupported_media_type',
+      'the request body must be sent with Content-Type: application/json',
+    );
+  if (status === 404) return new DomainError('not_found', 'not found');
+  if (status === 503) return new DomainError('unavailable', 'the service is temporarily unavailable; retry shortly');
+  if (status >= 400 && status < 500) {
+    const message = error instanceof SyntaxError ? 'the request body is not valid JSON' : 'the request is malformed';
+    return new DomainError('invalid_request', message);
+  }
+  return new DomainError('internal_error', 'an internal error occurred; quote the request id when reporting it');
+}
+
+interface AjvError {
+  instancePath: string;
+  keyword: string;
+  message?: string;
+  params: Record<string, unknown>;
+}
+
+/**
+ * A schema failure: of the envelope (body not an object, wrapper missing or not an object) it is
+ * `invalid_request`; of a field, `invalid_parameter` with the field's dotted path in `details`.
+ */
+function fromValidation(error: FastifyError): DomainError {
+  const context = (error as FastifyError & { validationContext?: string }).validationContext ?? 'body';
+  const issues = (error.validation ?? []) as unknown as AjvError[];
+  const details: ErrorDetail[] = issues.map((issue) => ({
+    field: fieldOf(issue, context),
+    message: messageOf(issue),
+  }));
+  const envelope = context === 'body' && issues.some(isEnvelopeIssue);
+  const code: ErrorCode = envelope ? 'invalid_request' : 'invalid_parameter';
+  const first = details[0];
+  const message = envelope
+    ? 'the request body must be a JSON object of the documented shape'
+    : first
+      ? `${first.field} ${first.message}`
+      : 'invalid parameter';
+  return new DomainError(code, message, details);
+}
+
+function isEnvelopeIssue(issue: AjvError): boolean {
+  const depth = issue.instancePath.split('/').length - 1;
+  if (depth === 0) return true; // the body itself: wrong type, wrapper missing, unknown top-level key
+  return depth === 1 && issue.keyword === 'type'; // the wrapper is not an object
+}
+
+function fieldOf(issue: AjvError, context: string): string {
+  const path = issue.instancePath.split('/').filter(Boolean).map(unescapePointer);
+  const named = issue.params.missingProperty ?? issue.params.additionalProperty;
+  if (typeof named === 'string') path.push(named);
+  if (path.length === 0) return context;
+  return path.join('.');
+}
+
+function messageOf(issue: AjvError): string {
+  if (issue.keyword === 'additionalProperties') return 'is not a known field';
+  if (issue.keyword === 'required') return 'is required';
+  return issue.message ?? 'is invalid';
+}
+
+function unescapePointer(segment: string): string {
+  return segment.replace(/~1/g, '/').replace(/~0/g, '~');
+}
+
+const UNAVAILABLE_CODES = new Set([
+  'SQLITE_BUSY',
+  'SQLITE_LOCKED',
+  'SQLITE_CANTOPEN',
+  'SQLITE_IOERR',
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'ENOTFOUND',
+  'EPIPE',
+  '57P01', // admin_shutdown
+  '57P03', // cannot_connect_now
+  '53300', // too_many_connections
+]);
+
+/** Errors that mean the database cannot be reached right now, not that the request was wrong. */
+function isDatabaseUnavailable(error: Error & { code?: string }): boolean {
+  if (typeof error.code === 'string' && (UNAVAILABLE_CODES.has(error.code) || error.code.startsWith('08'))) {
+    return true;
+  }
+  return /Connection terminated|timeout exceeded when trying to connect/i.test(error.message);
+}

@@ -1,0 +1,13 @@
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+
+const ACCEPTABLE = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/**
+ * The request id: the caller's `X-Request-Id` when it is short and plain (so ids can follow a
+ * request across services), otherwise a new UUID. Nothing else from the header reaches the logs.
+ */
+export function requestId(req: IncomingMessage): string {
+  const given = req.headers['x-request-id'];
+  return typeof given === 'string' && ACCEPTABLE.test(given) ? given : randomUUID();
+}

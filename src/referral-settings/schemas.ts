@@ -1,0 +1,37 @@
+import { type Static, Type } from 'typebox';
+
+export const Image = Type.Object(
+  {
+    url: Type.String({ format: 'uri', maxLength: 2048, description: 'URL of the image' }),
+    content_type: Type.Union(
+      [Type.String({ pattern: '^[A-Za-z0-9.+-]+/[A-Za-z0-9.+-]+$', maxLength: 255 }), Type.Null()],
+      {
+        description: 'MIME type of the image, for example image/png',
+      },
+    ),
+  },
+  { additionalProperties: false },
+);
+
+export const RewardSummary = Type.Object(
+  {
+    name: Type.String({ minLength: 1, maxLength: 255, description: 'Name of the reward' }),
+    image: Image,
+  },
+  { additionalProperties: false },
+);
+
+export const ReferralSettings = Type.Object(
+  {
+    status: Type.Union([Type.Literal('active'), Type.Literal('inactive')], {
+      description: 'Status of the referral program',
+    }),
+    sender_reward: { ...RewardSummary, description: 'Reward for a customer who refers someone who joins' },
+    receiver_reward: { ...RewardSummary, description: 'Reward for the referred individual who joins' },
+  },
+  { additionalProperties: false },
+);
+export type ReferralSettings = Static<typeof ReferralSettings>;
+
+export const ReferralSettingsResponse = Type.Object({ referral_settings: ReferralSettings });
+export type ReferralSettingsResponse = Static<typeof ReferralSettingsResponse>;

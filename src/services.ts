@@ -1,0 +1,37 @@
+import { AccountsService } from './accounts/service.js';
+import { AppsService } from './apps/service.js';
+import { CredentialsService } from './auth/service.js';
+import type { Clock } from './clock.js';
+import { CustomerIdentitiesService } from './customer-identities/service.js';
+import { EarningRulesService } from './earning-rules/service.js';
+import { ReferralSettingsService } from './referral-settings/service.js';
+import type { Db } from './storage/db.js';
+
+/** The services both front doors (HTTP routes and the `loyalty` CLI) call. */
+export interface Services {
+  accounts: AccountsService;
+  apps: AppsService;
+  credentials: CredentialsService;
+  referralSettings: ReferralSettingsService;
+  customerIdentities: CustomerIdentitiesService;
+  earningRules: EarningRulesService;
+}
+
+export interface ServiceOptions {
+  clock: Clock;
+  accessTokenTtlSeconds: number;
+}
+
+export function createServices(db: Db, options: ServiceOptions): Services {
+  const { clock } = options;
+  const accounts = new AccountsService(db.kysely, clock);
+  const apps = new AppsService(db.kysely, clock);
+  return {
+    accounts,
+    apps,
+    credentials: new CredentialsService(db.kysely, clock, accounts, apps, options.accessTokenTtlSeconds),
+    referralSettings: new ReferralSettingsService(db.kysely, clock, accounts),
+    customerIdentities: new CustomerIdentitiesService(db, clock, accounts),
+    earningRules: new EarningRulesService(db, clock, accounts),
+  };
+}

@@ -1,0 +1,81 @@
+import { mkdirSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import SqliteDatabase from 'better-sqlite3';
+import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
+import pg from 'pg';
+import { redactUrl } from '../config.js';
+import type { Database } from './schema.js';
+
+export type Dialect = 'sqlite' | 'postgres';
+
+export interface DbOptions {
+  /** SQLite `synchronous`: FULL survives power loss (default); NORMAL only process crashes. */
+  sqliteSynchronous?: 'FULL' | 'NORMAL';
+  /** PostgreSQL pool size. */
+  poolMax?: number;
+}
+
+/** An open database: the Kysely handle, which engine it is, and how to close it. */
+export interface Db {
+  readonly kysely: Kysely<Database>;
+  readonly dialect: Dialect;
+  /** A printable description of where the data lives (no password). */
+  readonly location: string;
+  close(): Promise<void>;
+}
+
+// PostgreSQL returns int8 (bigserial ids, epoch-ms times) as strings; ids stay far below 2^53,
+// so they are parsed to numbers and serialised as JSON integers.
+pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
+
+/** Opens the database named by a `sqlite:` or `postgres://` URL. */
+export function openDb(url: string, options: DbOptions = {}): Db {
+  if (url.startsWith('sqlite:')) return openSqlite(url.slice('sqlite:'.length), options);
+  if (url.startsWith('postgres://') || url.startsWith('postgresql://')) {
+    return openPostgres(url, options);
+  }
+  throw new Error(`Unsupported DATABASE_URL "${redactUrl(url)}": use sqlite:PATH or postgres://…`);
+}
+
+function openSqlite(path: string, options: DbOptions): Db {
+  const memory = path === ':memory:' || path === '';
+  const file = memory ? ':memory:' : resolve(path.replace(/^\/\/(?=\/)/, ''));
+  if (!memory) mkdirSync(dirname(file), { recursive: true });
+  const database = new SqliteDatabase(file);
+  // WAL lets readers run beside the one writer (and beside other processes on the same file);
+  // synchronous=FULL makes an acknowledged commit durable across power loss.
+  database.pragma('journal_mode = WAL');
+  database.pragma(`synchronous = ${options.sqliteSynchronous ?? 'FULL'}`);
+  database.pragma('busy_timeout = 5000');
+  database.pragma('foreign_keys = ON');
+  const kysely = new Kysely<Database>({ dialect: new SqliteDialect({ database }) });
+  return {
+    kysely,
+    dialect: 'sqlite',
+    location: `sqlite:${file}`,
+    close: () => kysely.destroy(),
+  };
+}
+
+function openPostgres(url: string, options: DbOptions): Db {
+  const pool = new pg.Pool({ connectionString: url, max: options.poolMax ?? 10 });
+  // An idle client losing its connection must not crash the process; the next query reconnects.
+  pool.on('error', () => {});
+  const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  return {
+    kysely,
+    dialect: 'postgres',
+    location: redactUrl(url),
+    close: () => kysely.destroy(),
+  };
+}
+
+/** True when the database answers a trivial query. */
+export async function isReachable(db: Db): Promise<boolean> {
+  try {
+    await sql`select 1`.execute(db.kysely);
+    return true;
+  } catch {
+    return false;
+  }
+}

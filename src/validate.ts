@@ -1,0 +1,33 @@
+import { Ajv, type ErrorObject } from 'ajv';
+import addFormats from 'ajv-formats';
+import type { Static, TSchema } from 'typebox';
+import { DomainError } from './errors.js';
+
+const ajv = addFormats.default(new Ajv({ allErrors: true, strict: false, removeAdditional: false }));
+const compiled = new WeakMap<TSchema, ReturnType<Ajv['compile']>>();
+
+/**
+ * Checks a value from outside HTTP (a CLI file) against a route's own schema, so both front
+ * doors accept exactly the same input. Throws `invalid_parameter` naming each failing field.
+ */
+export function validate<T extends TSchema>(schema: T, value: unknown, root: string): Static<T> {
+  let check = compiled.get(schema);
+  if (!check) {
+    check = ajv.compile(schema);
+    compiled.set(schema, check);
+  }
+  if (check(value)) return value as Static<T>;
+  const details = (check.errors ?? []).map((e: ErrorObject) => {
+    const named = e.params.missingProperty ?? e.params.additionalProperty;
+    const path = [root, ...e.instancePath.split('/').filter(Boolean), ...(named ? [named] : [])];
+    const message =
+      e.keyword === 'additionalProperties'
+        ? 'is not a known field'
+        : e.keyword === 'required'
+          ? 'is required'
+          : (e.message ?? 'is invalid');
+    return { field: path.join('.'), message };
+  });
+  const first = details[0];
+  throw new DomainError('invalid_parameter', first ? `${first.field} ${first.message}` : `${root} is invalid`, details);
+}

@@ -1,0 +1,119 @@
+import type { InjectOptions, LightMyRequestResponse } from 'fastify';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { ALL_SCOPES, type Scope } from '../../src/auth/scopes.js';
+import { bearer, createTenant, createTestApp, type Tenant, type TestApp } from './app.js';
+import { expectError } from './contract.js';
+
+export interface AuthSuiteOptions {
+  /** The route's request, without the Authorization header. */
+  request: () => InjectOptions;
+  scope: Scope;
+  /** The route accepts only OAuth access tokens. */
+  accessTokenOnly?: boolean;
+  /** Creates account A's data that the route could reveal or change. */
+  seed: (t: TestApp, a: Tenant) => Promise<void>;
+  /** Asserts that B's answer reveals and changed nothing of A's. */
+  expectIsolated: (response: LightMyRequestResponse, t: TestApp, a: Tenant, b: Tenant) => Promise<void> | void;
+}
+
+/**
+ * The authentication and tenancy cases every route must pass: no header, wrong scheme, unknown,
+ * revoked and expired credentials, a missing scope, and another account's credential.
+ */
+export function describeAuthSuite(name: string, options: AuthSuiteOptions): void {
+  describe(`${name}: authentication and tenancy`, () => {
+    let t: TestApp;
+    let a: Tenant;
+    const send = (headers: Record<string, string>) => {
+      const request = options.request();
+      return t.app.inject({ ...request, headers: { ...request.headers, ...headers } });
+    };
+    const goodCredential = () => (options.accessTokenOnly ? a.accessToken : a.apiKey);
+
+    beforeEach(async () => {
+      t = await createTestApp();
+      a = await createTenant(t.services, 'Shop A');
+      await options.seed(t, a);
+    });
+    afterEach(async () => t.close());
+
+    it('accepts a valid credential with the scope', async () => {
+      const response = await send(bearer(goodCredential()));
+      expect(response.statusCode).toBeLessThan(400);
+    });
+
+    it('refuses a request without Authorization: 401 and a bare Bearer challenge', async () => {
+      const response = await send({});
+      expectError(response, 'unauthorized');
+      expect(response.headers['www-authenticate']).toBe('Bearer realm="loyalty"');
+    });
+
+    it('refuses another scheme: 401', async () => {
+      const response = await send({ authorization: `Basic ${Buffer.from('user:pass').toString('base64')}` });
+      expectError(response, 'unauthorized');
+      expect(response.headers['www-authenticate']).toBe('Bearer realm="loyalty"');
+    });
+
+    it('refuses an unknown key and a malformed token: 401 invalid_token', async () => {
+      for (const token of ['api_0000000000000000000000000000000000000000', 'oa2_nope', 'garbage-token!']) {
+        const response = await send(bearer(token));
+        expectError(response, 'unauthorized');
+        expect(response.headers['www-authenticate']).toBe('Bearer realm="loyalty", error="invalid_token"');
+      }
+    });
+
+    it('refuses a revoked API key: 401', async () => {
+      await t.services.credentials.revokeApiKey(a.apiKeyId);
+      expectError(await send(bearer(a.apiKey)), 'unauthorized');
+    });
+
+    it('refuses a revoked access token: 401', async () => {
+      await t.services.credentials.revokeAccessToken(a.accessToken);
+      expectError(await send(bearer(a.accessToken)), 'unauthorized');
+    });
+
+    it('refuses an expired access token: 401', async () => {
+      const token = await t.services.credentials.issueAccessToken({
+        accountId: a.accountId,
+        clientId: a.clientId,
+        ttlSeconds: 60,
+      });
+      t.clock.advance(59_000);
+      expect((await send(bearer(token.access_token))).statusCode).toBeLessThan(400);
+      t.clock.advance(1_000);
+      const response = await send(bearer(token.access_token));
+      expectError(response, 'unauthorized');
+      expect(response.headers['www-authenticate']).toContain('error="invalid_token"');
+    });
+
+    it('refuses a credential without the scope: 403 insufficient_scope', async () => {
+      const others = ALL_SCOPES.filter((s) => s !== options.scope && !s.startsWith(`${options.scope.split(':')[0]}:`));
+      const weak = options.accessTokenOnly
+        ? (
+            await t.services.credentials.issueAccessToken({
+              accountId: a.accountId,
+              clientId: a.clientId,
+              scopes: others,
+            })
+          ).access_token
+        : (await t.services.credentials.createApiKey(a.accountId, others)).key;
+      const response = await send(bearer(weak));
+      expectError(response, 'insufficient_scope');
+      expect(response.headers['www-authenticate']).toBe(
+        `Bearer realm="loyalty", error="insufficient_scope", scope="${options.scope}"`,
+      );
+    });
+
+    if (options.accessTokenOnly) {
+      it('refuses an API key whatever its scopes: 403 oauth_token_required', async () => {
+        expectError(await send(bearer(a.apiKey)), 'oauth_token_required');
+      });
+    }
+
+    it("gives another account's credential nothing of this account", async () => {
+      const b = await createTenant(t.services, 'Shop B');
+      const response = await send(bearer(options.accessTokenOnly ? b.accessToken : b.apiKey));
+      await options.expectIsolated(response, t, a, b);
+    });
+  });
+}
