@@ -33,7 +33,7 @@ export class ConfigError extends Error {
 type Env = Record<string, string | undefined>;
 
 /** Reads and validates the environment; throws a ConfigError naming each mistake. */
-export function loadConfig(env: Env = process.env): Config {
+export function loadConfig(env: Env = process.env, options: { listening?: boolean } = {}): Config {
   const problems: string[] = [];
   const read = (name: string): string | undefined => {
     const value = env[name]?.trim();
@@ -79,7 +79,8 @@ export function loadConfig(env: Env = process.env): Config {
   }
   const accessTokenTtlSeconds = integer('ACCESS_TOKEN_TTL_SECONDS', 3600, 60, 31_536_000);
 
-  if (!tls && trustProxy === false && !isLoopbackHost(host)) {
+  // The CLI reads the same config but never listens, so only the server checks the bind address.
+  if (options.listening !== false && !tls && trustProxy === false && !isLoopbackHost(host)) {
     problems.push(
       `HOST=${host} is reachable from other machines, but neither TLS (TLS_CERT_FILE and TLS_KEY_FILE) nor TRUST_PROXY is set: ` +
         'every request would be plain HTTP, which the API refuses. Set TLS files, or TRUST_PROXY behind an HTTPS proxy, or bind 127.0.0.1.',

@@ -9,4 +9,9 @@ export class EarningRulesService {
     readonly clock: Clock,
     readonly accounts: AccountsService,
   ) {}
+
+  /** PLACEHOLDER until issue 4 lands: creates one rule or an array of rules from CLI input. */
+  async create(_accountId: number, _input: unknown): Promise<unknown> {
+    throw new Error('earning rules are not implemented yet');
+  }
 }

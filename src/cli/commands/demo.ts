@@ -1,0 +1,129 @@
+import type { Command } from 'commander';
+import { ALL_SCOPES } from '../../auth/scopes.js';
+import type { Config } from '../../config.js';
+import { run } from '../context.js';
+
+export interface DemoResult {
+  account_id: number;
+  api_key: string;
+  access_token: string;
+  base_url: string;
+}
+
+const REFERRAL_SETTINGS = {
+  status: 'active',
+  sender_reward: {
+    name: '$5 off coupon',
+    image: { url: 'https://cdn.example.com/rewards/5-off.png', content_type: 'image/png' },
+  },
+  receiver_reward: {
+    name: '10% off your first order',
+    image: { url: 'https://cdn.example.com/rewards/10-percent.png', content_type: 'image/png' },
+  },
+};
+
+const EARNING_RULES = [
+  {
+    name: 'Place an order',
+    image_url: 'https://cdn.example.com/earning/order-online.svg',
+    reward: { type: 'points' },
+    reward_value: { type: 'variable', variable: { value: 1, per_amount: 1 } },
+    earning_limit: null,
+  },
+  {
+    name: 'Create an account',
+    image_url: 'https://cdn.example.com/earning/signup.svg',
+    reward: { type: 'points' },
+    reward_value: { type: 'fixed', fixed: { value: 100 } },
+    earning_limit: { max: 1, type: 'lifetime' },
+  },
+  {
+    name: 'Celebrate a birthday',
+    image_url: 'https://cdn.example.com/earning/birthday.svg',
+    reward: { type: 'points' },
+    reward_value: { type: 'fixed', fixed: { value: 250 } },
+    earning_limit: { max: 1, type: 'rolling', rolling: { unit: 'year', unit_count: 1 } },
+  },
+  {
+    name: 'Follow on Instagram',
+    image_url: 'https://cdn.example.com/earning/instagram.svg',
+    action_text: 'Follow us',
+    action_url: 'https://instagram.com/example',
+    reward: { type: 'points' },
+    reward_value: { type: 'fixed', fixed: { value: 50 } },
+    earning_limit: { max: 1, type: 'lifetime' },
+  },
+  {
+    name: 'Write a product review',
+    image_url: 'https://cdn.example.com/earning/review.svg',
+    reward: { type: 'points' },
+    reward_value: { type: 'fixed', fixed: { value: 25 } },
+    earning_limit: { max: 3, type: 'rolling', rolling: { unit: 'month', unit_count: 1 } },
+  },
+];
+
+/** Where the server started with the same environment would answer. */
+export function baseUrl(config: Config): string {
+  const host = ['0.0.0.0', '::', ''].includes(config.host) ? '127.0.0.1' : config.host;
+  const shown = host.includes(':') ? `[${host}]` : host;
+  return `${config.tls ? 'https' : 'http'}://${shown}:${config.port}`;
+}
+
+export function registerDemoCommand(program: Command): void {
+  program
+    .command('demo')
+    .description('create a demo account with referral settings, earning rules, an API key and an app token')
+    .action((_opts, cmd: Command) =>
+      run(
+        cmd,
+        async ({ services, config }): Promise<DemoResult> => {
+          const account = await services.accounts.create('Demo shop');
+          await services.referralSettings.set(account.id, REFERRAL_SETTINGS);
+          await services.earningRules.create(account.id, EARNING_RULES);
+          const key = await services.credentials.createApiKey(account.id, ALL_SCOPES);
+          const app = await services.apps.create({
+            name: 'Demo app',
+            redirectUris: ['http://localhost:8080/callback'],
+          });
+          const token = await services.credentials.issueAccessToken({
+            accountId: account.id,
+            clientId: app.client_id,
+            ttlSeconds: 86_400,
+          });
+          return {
+            account_id: account.id,
+            api_key: key.key,
+            access_token: token.access_token,
+            base_url: `${baseUrl(config)}/v1`,
+          };
+        },
+        demoText,
+      ),
+    );
+}
+
+function demoText(demo: DemoResult): string {
+  const identity = JSON.stringify({
+    customer_identity: {
+      distinct_id: 'crm-1001',
+      email: 'jane@example.com',
+      first_name: 'Jane',
+      last_name: 'Doe',
+      properties: { plan: 'gold' },
+    },
+  });
+  return [
+    `Demo account ${demo.account_id} is ready.`,
+    '',
+    `  API key (merchant):     ${demo.api_key}`,
+    `  Access token (app):     ${demo.access_token}   (valid 24 hours)`,
+    '',
+    'These secrets are shown only now. With the server running (npm start), try:',
+    '',
+    `curl -s ${demo.base_url}/referral_settings -H 'Authorization: Bearer ${demo.api_key}'`,
+    '',
+    `curl -s '${demo.base_url}/earning_rules?limit=2' -H 'Authorization: Bearer ${demo.api_key}'`,
+    '',
+    `curl -s -X POST ${demo.base_url}/customer_identities/create_or_update -H 'Authorization: Bearer ${demo.access_token}' -H 'Content-Type: application/json' -d '${identity}'`,
+  ].join('\n');
+}

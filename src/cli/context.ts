@@ -1,0 +1,99 @@
+import { readFileSync } from 'node:fs';
+import type { Command } from 'commander';
+import { systemClock } from '../clock.js';
+import { type Config, ConfigError, loadConfig } from '../config.js';
+import { DomainError } from '../errors.js';
+import { createServices, type Services } from '../services.js';
+import { type Db, openDb } from '../storage/db.js';
+import { migrateToLatest } from '../storage/migrator.js';
+
+/** What every command's action gets: the services on the migrated database, and the config. */
+export interface CliContext {
+  services: Services;
+  db: Db;
+  config: Config;
+}
+
+/** Turns a result into the text printed without --json. */
+export type TextFormat<T> = (result: T) => string;
+
+/**
+ * Runs one command: opens and migrates the database named by DATABASE_URL, calls `action`, and
+ * prints its result as one JSON value (with --json) or as text. Errors go to stderr, exit 1.
+ */
+export async function run<T>(
+  command: Command,
+  action: (ctx: CliContext) => Promise<T>,
+  text: TextFormat<T>,
+  options: { migrate?: boolean } = {},
+): Promise<void> {
+  const json = Boolean(command.optsWithGlobals().json);
+  let db: Db | undefined;
+  try {
+    const config = loadConfig(process.env, { listening: false });
+    db = openDb(config.databaseUrl, { sqliteSynchronous: config.sqliteSynchronous });
+    if (options.migrate !== false) await migrateToLatest(db);
+    const services = createServices(db, { clock: systemClock, accessTokenTtlSeconds: config.accessTokenTtlSeconds });
+    const result = await action({ services, db, config });
+    process.stdout.write(json ? `${JSON.stringify(result)}\n` : `${text(result)}\n`);
+  } catch (error) {
+    reportError(error, json);
+    process.exitCode = 1;
+  } finally {
+    await db?.close();
+  }
+}
+
+function reportError(error: unknown, json: boolean): void {
+  if (error instanceof DomainError) {
+    if (json) {
+      const body = {
+        error: { code: error.code, message: error.message, ...(error.details ? { details: error.details } : {}) },
+      };
+      process.stderr.write(`${JSON.stringify(body)}\n`);
+    } else {
+      process.stderr.write(`error: ${error.message}\n`);
+      for (const detail of error.details?.slice(1) ?? []) process.stderr.write(`  ${detail.field} ${detail.message}\n`);
+    }
+    return;
+  }
+  const message = error instanceof ConfigError ? error.message : `error: ${(error as Error)?.message ?? String(error)}`;
+  process.stderr.write(json ? `${JSON.stringify({ error: { code: 'internal_error', message } })}\n` : `${message}\n`);
+}
+
+/** Reads and parses a JSON file given on the command line; a bad file is `invalid_parameter`. */
+export function readJsonFile(path: string): unknown {
+  let text: string;
+  try {
+    text = path === '-' ? readFileSync(0, 'utf8') : readFileSync(path, 'utf8');
+  } catch (error) {
+    throw new DomainError(
+      'invalid_parameter',
+      `cannot read ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`,
+      [{ field: 'file', message: 'cannot be read' }],
+    );
+  }
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw new DomainError('invalid_request', `${path} is not valid JSON: ${(error as Error).message}`);
+  }
+}
+
+/** Parses a positive integer id argument or option. */
+export function parseId(value: string, name = 'id'): number {
+  if (!/^\d{1,15}$/.test(value) || Number(value) < 1) {
+    throw new DomainError('invalid_parameter', `${name} must be a positive whole number, got "${value}"`, [
+      { field: name, message: 'must be a positive whole number' },
+    ]);
+  }
+  return Number(value);
+}
+
+/** Formats an object as aligned `key: value` lines. */
+export function lines(record: Record<string, unknown>): string {
+  const width = Math.max(...Object.keys(record).map((k) => k.length));
+  return Object.entries(record)
+    .map(([key, value]) => `${`${key}:`.padEnd(width + 2)}${typeof value === 'string' ? value : JSON.stringify(value)}`)
+    .join('\n');
+}

@@ -1,0 +1,34 @@
+import { Command } from 'commander';
+import { registerAccountCommands } from './commands/accounts.js';
+import { registerApiKeyCommands } from './commands/api-keys.js';
+import { registerAppCommands } from './commands/apps.js';
+import { registerCustomerCommands } from './commands/customers.js';
+import { registerDemoCommand } from './commands/demo.js';
+import { registerEarningRuleCommands } from './commands/earning-rules.js';
+import { registerMigrateCommand } from './commands/migrate.js';
+import { registerReferralSettingsCommands } from './commands/referral-settings.js';
+import { registerTokenCommands } from './commands/tokens.js';
+
+/** The `loyalty` admin command: every subcommand calls the same services as the HTTP routes. */
+export function buildProgram(): Command {
+  const program = new Command('loyalty')
+    .description(
+      'Administer the loyalty API: accounts, credentials, apps, referral settings, earning rules and customers.\n' +
+        'Uses DATABASE_URL like the server (default sqlite:./data/loyalty.db) and migrates it when needed.',
+    )
+    .option('--json', 'print exactly one JSON value on stdout')
+    .showHelpAfterError()
+    .configureOutput({ outputError: (text, write) => write(text) });
+  registerAccountCommands(program);
+  registerApiKeyCommands(program);
+  registerAppCommands(program);
+  registerTokenCommands(program);
+  registerReferralSettingsCommands(program);
+  registerEarningRuleCommands(program);
+  registerCustomerCommands(program);
+  registerMigrateCommand(program);
+  registerDemoCommand(program);
+  return program;
+}
+
+await buildProgram().parseAsync(process.argv);
