@@ -19,10 +19,16 @@ export interface ServerProcess {
  * Starts the real server (`node dist/server.js`, built by `npm test`) on a free port and waits
  * until it logs that it is listening. `env` is the whole environment besides PATH.
  */
-export async function startServer(env: Record<string, string> = {}, timeoutMs = 20_000): Promise<ServerProcess> {
+export async function startServer(
+  env: Record<string, string> = {},
+  options: { timeoutMs?: number; bare?: boolean } = {},
+): Promise<ServerProcess> {
+  const { CWD, ...vars } = env;
+  const timeoutMs = options.timeoutMs ?? 20_000;
   const child = spawn(process.execPath, [SERVER_ENTRY], {
-    cwd: env.CWD ?? ROOT,
-    env: { PATH: process.env.PATH ?? '', PORT: '0', LOG_LEVEL: 'info', ...env },
+    cwd: CWD ?? ROOT,
+    // `bare`: nothing but PATH, exactly as a newcomer's shell would start it.
+    env: options.bare ? { PATH: process.env.PATH ?? '' } : { PATH: process.env.PATH ?? '', PORT: '0', LOG_LEVEL: 'info', ...vars },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';

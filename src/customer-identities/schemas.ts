@@ -1,0 +1,93 @@
+import { type Static, Type } from 'typebox';
+
+/** The contract's bounds, named once for the schemas, the service and the tests. */
+export const LIMITS = {
+  distinctIdLength: 255,
+  emailLength: 254,
+  nameLength: 255,
+  /** Bytes of the compact JSON serialisation (`JSON.stringify`) of `properties`. */
+  propertiesBytes: 16 * 1024,
+  /** The `properties` object itself is level 1; each nested object or array adds one. */
+  propertiesDepth: 5,
+} as const;
+
+// PostgreSQL refuses U+0000 in text values; refusing it here keeps both engines alike (a 400,
+// never a 500). Email addresses cannot contain it: their format already excludes it.
+const NO_NUL = '^[^\\u0000]*$';
+
+const Name = (description: string) =>
+  Type.Union([Type.String({ maxLength: LIMITS.nameLength, pattern: NO_NUL }), Type.Null()], { description });
+
+// `additionalProperties: true` (rather than a Record's patternProperties) reads as a free-form
+// object in OpenAPI 3.0 and makes the serialiser copy every key.
+const Properties = Type.Unsafe<Record<string, unknown>>({
+  type: 'object',
+  additionalProperties: true,
+  description:
+    'Free-form properties. On update they are merged key by key: a key sent with null is removed, ' +
+    'keys not sent are kept; nested values are replaced whole. At most 16 KiB as compact JSON ' +
+    '(also after merging) and at most 5 levels deep (this object is level 1; each nested object or ' +
+    'array adds a level).',
+});
+
+export const CustomerIdentityInput = Type.Object(
+  {
+    distinct_id: Type.String({
+      minLength: 1,
+      maxLength: LIMITS.distinctIdLength,
+      pattern: NO_NUL,
+      description: 'Identifier of the record in the external system; compared exactly (case and spaces count)',
+    }),
+    email: Type.String({
+      format: 'email',
+      maxLength: LIMITS.emailLength,
+      description:
+        'E-mail address. Surrounding whitespace is trimmed before it is checked and stored; customers are ' +
+        'matched on it case-insensitively.',
+    }),
+    first_name: Type.Optional(Name('Given name; null clears it')),
+    last_name: Type.Optional(Name('Family name; null clears it')),
+    properties: Type.Optional(Properties),
+  },
+  { additionalProperties: false },
+);
+export type CustomerIdentityInput = Static<typeof CustomerIdentityInput>;
+
+export const CreateOrUpdateBody = Type.Object(
+  { customer_identity: CustomerIdentityInput },
+  { additionalProperties: false },
+);
+export type CreateOrUpdateBody = Static<typeof CreateOrUpdateBody>;
+
+export const CustomerIdentity = Type.Object({
+  id: Type.Integer({ description: 'Identifier of the customer identity' }),
+  first_name: Type.Union([Type.String(), Type.Null()]),
+  last_name: Type.Union([Type.String(), Type.Null()]),
+  email: Type.String({ description: 'The e-mail address as last sent (trimmed)' }),
+  distinct_id: Type.String(),
+  properties: Properties,
+  customer_id: Type.Integer({ description: 'Identifier of the customer linked to the identity; never changes' }),
+});
+export type CustomerIdentity = Static<typeof CustomerIdentity>;
+
+export const CustomerIdentityResponse = Type.Object({ customer_identity: CustomerIdentity });
+export type CustomerIdentityResponse = Static<typeof CustomerIdentityResponse>;
+
+/** What `loyalty customers create` accepts: the same email and name rules as an identity. */
+export const CustomerInput = Type.Object(
+  {
+    email: CustomerIdentityInput.properties.email,
+    first_name: Type.Optional(Name('Given name')),
+    last_name: Type.Optional(Name('Family name')),
+  },
+  { additionalProperties: false },
+);
+export type CustomerInput = Static<typeof CustomerInput>;
+
+/** A customer as the CLI shows it. */
+export interface Customer {
+  id: number;
+  email: string;
+  first_name: string | null;
+  last_name: string | null;
+}

@@ -1,0 +1,79 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, DEFAULT_DATABASE_URL, loadConfig } from '../src/config.js';
+
+describe('loadConfig', () => {
+  it('has the documented defaults with an empty environment', () => {
+    expect(loadConfig({})).toEqual({
+      host: '127.0.0.1',
+      port: 3000,
+      databaseUrl: DEFAULT_DATABASE_URL,
+      tls: null,
+      trustProxy: false,
+      rateLimitPerSecond: 10,
+      logLevel: 'info',
+      sqliteSynchronous: 'FULL',
+      accessTokenTtlSeconds: 3600,
+    });
+  });
+
+  it('reads every setting', () => {
+    const config = loadConfig({
+      HOST: '0.0.0.0',
+      PORT: '8443',
+      DATABASE_URL: 'postgres://u:p@db/loyalty',
+      TLS_CERT_FILE: '/etc/tls/cert.pem',
+      TLS_KEY_FILE: '/etc/tls/key.pem',
+      TRUST_PROXY: '10.0.0.0/8, 192.168.1.1',
+      RATE_LIMIT_PER_SECOND: '0',
+      LOG_LEVEL: 'WARN',
+      SQLITE_SYNCHRONOUS: 'normal',
+      ACCESS_TOKEN_TTL_SECONDS: '600',
+    });
+    expect(config).toMatchObject({
+      host: '0.0.0.0',
+      port: 8443,
+      tls: { certFile: '/etc/tls/cert.pem', keyFile: '/etc/tls/key.pem' },
+      trustProxy: '10.0.0.0/8,192.168.1.1',
+      rateLimitPerSecond: 0,
+      logLevel: 'warn',
+      sqliteSynchronous: 'NORMAL',
+      accessTokenTtlSeconds: 600,
+    });
+    expect(Object.isFrozen(config)).toBe(true);
+  });
+
+  it('names every mistake at once, readably', () => {
+    let error: unknown;
+    try {
+      loadConfig({
+        PORT: 'eighty',
+        DATABASE_URL: 'mysql://root:hunter2@db/x',
+        TLS_CERT_FILE: '/c.pem',
+        RATE_LIMIT_PER_SECOND: '-5',
+        LOG_LEVEL: 'loud',
+        TRUST_PROXY: 'yes please',
+      });
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    const problems = (error as ConfigError).problems;
+    expect(problems).toHaveLength(6);
+    expect(problems.join('\n')).toMatch(/PORT must be a whole number from 0 to 65535, got "eighty"/);
+    expect(problems.join('\n')).toMatch(/DATABASE_URL must start with/);
+    expect(problems.join('\n')).not.toMatch(/hunter2/);
+    expect(problems.join('\n')).toMatch(/TLS_CERT_FILE and TLS_KEY_FILE must be set together/);
+    expect(problems.join('\n')).toMatch(/RATE_LIMIT_PER_SECOND/);
+    expect(problems.join('\n')).toMatch(/LOG_LEVEL must be one of/);
+    expect(problems.join('\n')).toMatch(/TRUST_PROXY/);
+  });
+
+  it('refuses to listen on a public address with neither TLS nor a trusted proxy', () => {
+    expect(() => loadConfig({ HOST: '0.0.0.0' })).toThrow(/neither TLS .* nor TRUST_PROXY/);
+    expect(() => loadConfig({ HOST: '0.0.0.0', TRUST_PROXY: 'true' })).not.toThrow();
+    expect(() => loadConfig({ HOST: '0.0.0.0', TLS_CERT_FILE: 'c', TLS_KEY_FILE: 'k' })).not.toThrow();
+    expect(() => loadConfig({ HOST: '::1' })).not.toThrow();
+    // The CLI never listens, so it does not care.
+    expect(() => loadConfig({ HOST: '0.0.0.0' }, { listening: false })).not.toThrow();
+  });
+});
