@@ -1,10 +1,45 @@
 import { defineConfig } from 'vitest/config';
 
+// Two passes over the suites that touch storage: SQLite always, PostgreSQL when
+// TEST_DATABASE_URL names a server (each test then gets a schema of its own, dropped after).
+const postgresUrl = process.env.TEST_DATABASE_URL;
+if (!postgresUrl) {
+  console.warn(
+    '\n[loyalty] PostgreSQL pass skipped: TEST_DATABASE_URL is not set. ' +
+      'Set it (for example TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test) to run the storage and HTTP suites on PostgreSQL too.\n',
+  );
+}
+
+/** The suites that run on both engines: everything that reaches the database through the app. */
+const BOTH_ENGINES = [
+  'test/http/**/*.test.ts',
+  'test/auth/**/*.test.ts',
+  'test/storage/**/*.test.ts',
+  'test/referral-settings/**/*.test.ts',
+  'test/customer-identities/**/*.test.ts',
+  'test/earning-rules/**/*.test.ts',
+  'test/scale/**/*.test.ts',
+];
+
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    globalSetup: ['test/global-setup.ts'],
+    projects: [
+      {
+        extends: true,
+        test: { name: 'sqlite', include: ['test/**/*.test.ts'], env: { LOYALTY_TEST_ENGINE: 'sqlite' } },
+      },
+      ...(postgresUrl
+        ? [
+            {
+              extends: true,
+              test: { name: 'postgres', include: BOTH_ENGINES, env: { LOYALTY_TEST_ENGINE: 'postgres' } },
+            },
+          ]
+        : []),
+    ],
   },
 });

@@ -1,4 +1,4 @@
-import { type MigrationResultSet, Migrator } from 'kysely';
+import { type MigrationResultSet, Migrator, sql } from 'kysely';
 import type { Db } from './db.js';
 import { migrations } from './migrations/index.js';
 
@@ -7,6 +7,9 @@ export async function migrateToLatest(db: Db): Promise<string[]> {
   const migrator = new Migrator({
     db: db.kysely,
     provider: { getMigrations: async () => migrations },
+    // Kysely looks for its bookkeeping tables in every schema it can see; pinning them to the
+    // connection's own schema keeps several databases in one PostgreSQL server (schemas) apart.
+    ...(db.dialect === 'postgres' ? { migrationTableSchema: await currentSchema(db) } : {}),
   });
   const result: MigrationResultSet = await migrator.migrateToLatest();
   if (result.error) {
@@ -17,4 +20,11 @@ export async function migrateToLatest(db: Db): Promise<string[]> {
     });
   }
   return (result.results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+}
+
+async function currentSchema(db: Db): Promise<string> {
+  const { rows } = await sql<{ schema: string }>`select current_schema() as schema`.execute(db.kysely);
+  const schema = rows[0]?.schema;
+  if (!schema) throw new Error('the PostgreSQL connection has no current schema (check search_path)');
+  return schema;
 }

@@ -1,13 +1,16 @@
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
+import pg from 'pg';
 import { buildApp } from '../../src/app.js';
 import type { Clock } from '../../src/clock.js';
 import { type Config, loadConfig } from '../../src/config.js';
 import type { Services } from '../../src/services.js';
 import { type Db, openDb } from '../../src/storage/db.js';
 import { migrateToLatest } from '../../src/storage/migrator.js';
+import { TEST_SCHEMA_PREFIX } from './postgres.js';
 
 /** A clock the test moves by hand. */
 export class FakeClock implements Clock {
@@ -27,8 +30,58 @@ export interface TestDb {
   destroy(): Promise<void>;
 }
 
-/** A fresh, migrated SQLite database in its own temporary folder. */
+/** The engine of this test pass: the `postgres` project sets LOYALTY_TEST_ENGINE (vitest.config.ts). */
+export const testEngine: 'sqlite' | 'postgres' = process.env.LOYALTY_TEST_ENGINE === 'postgres' ? 'postgres' : 'sqlite';
+
+/**
+ * A fresh, migrated database: on SQLite a file in its own temporary folder; on PostgreSQL
+ * (TEST_DATABASE_URL) a schema of its own, dropped by destroy().
+ */
 export async function createTestDb(): Promise<TestDb> {
+  return testEngine === 'postgres' ? createPostgresTestDb() : createSqliteTestDb();
+}
+
+/** A new, empty database URL of this pass's engine (nothing migrated), and how to drop it. */
+export async function createTestDatabaseUrl(): Promise<{ url: string; drop(): Promise<void> }> {
+  if (testEngine === 'sqlite') {
+    const dir = mkdtempSync(join(tmpdir(), 'loyalty-test-'));
+    return { url: `sqlite:${join(dir, 'test.db')}`, drop: async () => rmSync(dir, { recursive: true, force: true }) };
+  }
+  const base = process.env.TEST_DATABASE_URL;
+  if (!base) throw new Error('TEST_DATABASE_URL must be set for the PostgreSQL pass');
+  const schema = `${TEST_SCHEMA_PREFIX}${process.pid}_${randomBytes(4).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: base });
+  await admin.connect();
+  await admin.query(`create schema ${schema}`);
+  await admin.end();
+  const url = new URL(base);
+  url.searchParams.set('options', `-c search_path=${schema}`);
+  return {
+    url: url.toString(),
+    drop: async () => {
+      const client = new pg.Client({ connectionString: base });
+      await client.connect();
+      await client.query(`drop schema if exists ${schema} cascade`);
+      await client.end();
+    },
+  };
+}
+
+async function createPostgresTestDb(): Promise<TestDb> {
+  const { url, drop } = await createTestDatabaseUrl();
+  const db = openDb(url, { poolMax: 5 });
+  await migrateToLatest(db);
+  return {
+    db,
+    url,
+    destroy: async () => {
+      await db.close();
+      await drop();
+    },
+  };
+}
+
+async function createSqliteTestDb(): Promise<TestDb> {
   const dir = mkdtempSync(join(tmpdir(), 'loyalty-test-'));
   const url = `sqlite:${join(dir, 'test.db')}`;
   const db = openDb(url, { sqliteSynchronous: 'NORMAL' });

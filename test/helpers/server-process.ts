@@ -28,7 +28,9 @@ export async function startServer(
   const child = spawn(process.execPath, [SERVER_ENTRY], {
     cwd: CWD ?? ROOT,
     // `bare`: nothing but PATH, exactly as a newcomer's shell would start it.
-    env: options.bare ? { PATH: process.env.PATH ?? '' } : { PATH: process.env.PATH ?? '', PORT: '0', LOG_LEVEL: 'info', ...vars },
+    env: options.bare
+      ? { PATH: process.env.PATH ?? '' }
+      : { PATH: process.env.PATH ?? '', PORT: '0', LOG_LEVEL: 'info', ...vars },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
