@@ -1,6 +1,7 @@
 import rateLimit from '@fastify/rate-limit';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import type { Redis } from 'ioredis';
 import { type Clock, systemClock } from './clock.js';
 import type { Config } from './config.js';
 import customerIdentityRoutes from './customer-identities/routes.js';
@@ -28,6 +29,8 @@ export interface AppOptions {
   clock?: Clock;
   /** Fastify's logger option; tests pass false or a stream. */
   logger?: FastifyServerOptions['logger'];
+  /** Shared Redis for the rate-limit counters of several processes; absent: in-process counters. */
+  redis?: Redis | null;
   /** Extra Fastify server options (server.ts passes the HTTPS ones). */
   server?: Partial<FastifyServerOptions> & { https?: object };
 }
@@ -69,7 +72,14 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     if (request.url.startsWith('/v1/')) reply.header('cache-control', 'no-store');
   });
 
-  await app.register(rateLimit, { global: false, enableDraftSpec: true });
+  await app.register(rateLimit, {
+    global: false,
+    enableDraftSpec: true,
+    nameSpace: 'loyalty:ratelimit:',
+    ...(options.redis ? { redis: options.redis } : {}),
+    // With Redis unreachable the limit is skipped (and logged), not every request failed.
+    skipOnError: true,
+  });
   registerAuth(app, services.credentials, config);
   await registerOpenApi(app);
 

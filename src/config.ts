@@ -15,6 +15,12 @@ export interface Config {
   readonly sqliteSynchronous: 'FULL' | 'NORMAL';
   /** Lifetime of access tokens issued by `loyalty tokens issue` and the OAuth flow. */
   readonly accessTokenTtlSeconds: number;
+  /** Redis for what several processes share (rate-limit counters); null: in-process only. */
+  readonly redisUrl: string | null;
+  /** Server processes on this machine (node:cluster), sharing the port. */
+  readonly workers: number;
+  /** PostgreSQL connections per process. */
+  readonly databasePoolSize: number;
 }
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -78,6 +84,18 @@ export function loadConfig(env: Env = process.env, options: { listening?: boolea
     problems.push(`SQLITE_SYNCHRONOUS must be FULL or NORMAL, got "${synchronous}"`);
   }
   const accessTokenTtlSeconds = integer('ACCESS_TOKEN_TTL_SECONDS', 3600, 60, 31_536_000);
+  const redisUrl = read('REDIS_URL') ?? null;
+  if (redisUrl !== null && !/^rediss?:\/\//.test(redisUrl)) {
+    problems.push(`REDIS_URL must start with redis:// or rediss://, got "${redactUrl(redisUrl)}"`);
+  }
+  const workers = integer('WORKERS', 1, 1, 64);
+  const databasePoolSize = integer('DATABASE_POOL_SIZE', 10, 1, 1000);
+  if (workers > 1 && rateLimitPerSecond > 0 && redisUrl === null) {
+    problems.push(
+      `WORKERS=${workers} needs REDIS_URL: the rate limit of ${rateLimitPerSecond}/s per credential must hold across processes ` +
+        '(or set RATE_LIMIT_PER_SECOND=0 to switch the limit off)',
+    );
+  }
 
   // The CLI reads the same config but never listens, so only the server checks the bind address.
   if (options.listening !== false && !tls && trustProxy === false && !isLoopbackHost(host)) {
@@ -98,6 +116,9 @@ export function loadConfig(env: Env = process.env, options: { listening?: boolea
     logLevel: logLevel as LogLevel,
     sqliteSynchronous: synchronous as 'FULL' | 'NORMAL',
     accessTokenTtlSeconds,
+    redisUrl,
+    workers,
+    databasePoolSize,
   });
 }
 

@@ -1,41 +1,94 @@
+import cluster, { type Worker } from 'node:cluster';
 import { readFileSync } from 'node:fs';
+import { Redis } from 'ioredis';
+import { pino } from 'pino';
 import { buildApp } from './app.js';
-import { type Config, ConfigError, loadConfig } from './config.js';
-import { openDb } from './storage/db.js';
+import { type Config, ConfigError, loadConfig, redactUrl } from './config.js';
+import { type Db, openDb } from './storage/db.js';
 import { migrateToLatest } from './storage/migrator.js';
 
 /** How long shutdown waits for requests in flight before exiting anyway. */
 const SHUTDOWN_GRACE_MS = 10_000;
+/** A worker that dies is replaced, unless workers keep dying this fast. */
+const RESTART_WINDOW_MS = 10_000;
+const MAX_RESTARTS_IN_WINDOW = 5;
 
-/** Starts the service: config, database and migrations, listen, graceful shutdown. */
-export async function main(): Promise<void> {
-  let config: Config;
+/**
+ * Starts the service. With WORKERS=1 (the default) this process serves; with WORKERS=N the
+ * primary migrates the database once and then forks N workers that share the port.
+ */
+async function main(): Promise<void> {
+  const config = readConfig();
+  if (cluster.isPrimary && config.workers > 1) {
+    await runPrimary(config);
+  } else {
+    await runServer(config, { migrate: cluster.isPrimary });
+  }
+}
+
+function readConfig(): Config {
   try {
-    config = loadConfig();
+    return loadConfig();
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
     process.stderr.write(`${error.message}\n`);
     process.exit(78); // EX_CONFIG
   }
+}
 
-  const db = openDb(config.databaseUrl, { sqliteSynchronous: config.sqliteSynchronous });
+/** Opens the database and, when asked, brings its schema up to date; exits 1 with a reason if it cannot. */
+async function prepareDatabase(config: Config, migrate: boolean): Promise<Db> {
+  const db = openDb(config.databaseUrl, {
+    sqliteSynchronous: config.sqliteSynchronous,
+    poolMax: config.databasePoolSize,
+  });
   try {
-    await migrateToLatest(db);
+    if (migrate) await migrateToLatest(db);
+    return db;
   } catch (error) {
     process.stderr.write(`Cannot prepare the database at ${db.location}: ${(error as Error).message}\n`);
     await db.close().catch(() => {});
     process.exit(1);
   }
+}
 
+async function connectRedis(config: Config): Promise<Redis | null> {
+  if (!config.redisUrl) return null;
+  // Fail fast rather than queue: a request must not hang while Redis is away.
+  const redis = new Redis(config.redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1, enableOfflineQueue: false });
+  try {
+    await redis.connect();
+    return redis;
+  } catch (error) {
+    process.stderr.write(`Cannot connect to Redis at ${redactUrl(config.redisUrl)}: ${(error as Error).message}\n`);
+    redis.disconnect();
+    process.exit(1);
+  }
+}
+
+/** One serving process: listen, then on SIGTERM/SIGINT finish requests in flight and exit 0. */
+async function runServer(config: Config, options: { migrate: boolean }): Promise<void> {
+  // Signals are handled from the first moment: one that arrives while the process is still
+  // starting must stop it cleanly too, not kill it with the default action.
+  let stop: (signal: string) => Promise<void> = async () => process.exit(0);
+  let stopping = false;
+  const onSignal = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    void stop(signal);
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+
+  const db = await prepareDatabase(config, options.migrate);
+  const redis = await connectRedis(config);
   const https = config.tls
     ? { key: readFileSync(config.tls.keyFile), cert: readFileSync(config.tls.certFile) }
     : undefined;
-  const app = await buildApp({ config, db, server: https ? { https } : {} });
+  const app = await buildApp({ config, db, redis, server: https ? { https } : {} });
+  redis?.on('error', (error) => app.log.warn({ err: error }, 'redis error'));
 
-  let stopping = false;
-  const stop = async (signal: string) => {
-    if (stopping) return;
-    stopping = true;
+  stop = async (signal: string) => {
     app.log.info({ signal }, 'shutting down: finishing requests in flight');
     const timer = setTimeout(() => {
       app.log.error('requests still in flight after the grace period; exiting');
@@ -45,6 +98,7 @@ export async function main(): Promise<void> {
     try {
       await app.close();
       await db.close();
+      redis?.disconnect();
       app.log.info('stopped');
       process.exit(0);
     } catch (error) {
@@ -52,8 +106,7 @@ export async function main(): Promise<void> {
       process.exit(1);
     }
   };
-  process.once('SIGTERM', () => void stop('SIGTERM'));
-  process.once('SIGINT', () => void stop('SIGINT'));
+  if (stopping) return stop('SIGTERM');
 
   try {
     await app.listen({ host: config.host, port: config.port });
@@ -62,7 +115,62 @@ export async function main(): Promise<void> {
     await db.close().catch(() => {});
     process.exit(1);
   }
-  app.log.info({ database: db.location }, 'loyalty API ready');
+  app.log.info({ database: db.location, worker: cluster.worker?.id ?? null }, 'loyalty API ready');
+}
+
+/** The primary of WORKERS=N: migrate once, fork, replace workers that die, stop them all on a signal. */
+async function runPrimary(config: Config): Promise<void> {
+  const log = pino({ level: config.logLevel });
+  const db = await prepareDatabase(config, true);
+  await db.close();
+
+  let stopping = false;
+  const restarts: number[] = [];
+  const fork = () => cluster.fork();
+  cluster.on('exit', (worker: Worker, code, signal) => {
+    if (stopping) return;
+    const now = Date.now();
+    restarts.push(now);
+    while (restarts.length > 0 && (restarts[0] ?? now) < now - RESTART_WINDOW_MS) restarts.shift();
+    if (restarts.length > MAX_RESTARTS_IN_WINDOW) {
+      log.fatal({ worker: worker.id, code, signal }, 'workers keep dying; giving up');
+      stopAll(1);
+      return;
+    }
+    log.error({ worker: worker.id, code, signal }, 'worker died; starting another');
+    fork();
+  });
+
+  const stopAll = (exitCode: number) => {
+    stopping = true;
+    const workers = Object.values(cluster.workers ?? {}).filter((w): w is Worker => w !== undefined);
+    let failed = exitCode !== 0;
+    let remaining = workers.length;
+    if (remaining === 0) process.exit(exitCode);
+    for (const worker of workers) {
+      worker.once('exit', (code, signal) => {
+        // Killed by our own SIGTERM means it had not yet installed its handler: nothing was in flight.
+        if (code !== 0 && signal !== 'SIGTERM') {
+          failed = true;
+          log.error({ worker: worker.id, code, signal }, 'worker did not stop cleanly');
+        }
+        if (--remaining === 0) {
+          log.info('all workers stopped');
+          process.exit(failed ? 1 : 0);
+        }
+      });
+      worker.process.kill('SIGTERM');
+    }
+  };
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    process.once(signal, () => {
+      log.info({ signal, workers: config.workers }, 'shutting down workers');
+      stopAll(0);
+    });
+  }
+
+  for (let i = 0; i < config.workers; i++) fork();
+  log.info({ workers: config.workers, database: redactUrl(config.databaseUrl) }, 'primary started workers');
 }
 
 await main();

@@ -13,6 +13,9 @@ describe('loadConfig', () => {
       logLevel: 'info',
       sqliteSynchronous: 'FULL',
       accessTokenTtlSeconds: 3600,
+      redisUrl: null,
+      workers: 1,
+      databasePoolSize: 10,
     });
   });
 
@@ -28,6 +31,9 @@ describe('loadConfig', () => {
       LOG_LEVEL: 'WARN',
       SQLITE_SYNCHRONOUS: 'normal',
       ACCESS_TOKEN_TTL_SECONDS: '600',
+      REDIS_URL: 'redis://127.0.0.1:6379/2',
+      WORKERS: '4',
+      DATABASE_POOL_SIZE: '25',
     });
     expect(config).toMatchObject({
       host: '0.0.0.0',
@@ -38,6 +44,9 @@ describe('loadConfig', () => {
       logLevel: 'warn',
       sqliteSynchronous: 'NORMAL',
       accessTokenTtlSeconds: 600,
+      redisUrl: 'redis://127.0.0.1:6379/2',
+      workers: 4,
+      databasePoolSize: 25,
     });
     expect(Object.isFrozen(config)).toBe(true);
   });
@@ -66,6 +75,13 @@ describe('loadConfig', () => {
     expect(problems.join('\n')).toMatch(/RATE_LIMIT_PER_SECOND/);
     expect(problems.join('\n')).toMatch(/LOG_LEVEL must be one of/);
     expect(problems.join('\n')).toMatch(/TRUST_PROXY/);
+  });
+
+  it('needs Redis for several workers while the rate limit is on', () => {
+    expect(() => loadConfig({ WORKERS: '2' })).toThrow(/WORKERS=2 needs REDIS_URL/);
+    expect(() => loadConfig({ WORKERS: '2', RATE_LIMIT_PER_SECOND: '0' })).not.toThrow();
+    expect(() => loadConfig({ WORKERS: '2', REDIS_URL: 'redis://127.0.0.1:6379' })).not.toThrow();
+    expect(() => loadConfig({ REDIS_URL: 'http://x' })).toThrow(/REDIS_URL must start with redis:\/\//);
   });
 
   it('refuses to listen on a public address with neither TLS nor a trusted proxy', () => {
