@@ -19,8 +19,13 @@ import { ACCESS_TOKEN_PREFIX, API_KEY_PREFIX, newSecret, redact, sha256Hex } fro
 /** Who is calling: the credential a request authenticated with. */
 export interface Credential {
   kind: 'api_key' | 'access_token';
-  /** Row id of the key or token: the rate-limit key together with `kind`. */
+  /** Row id of the key or token. */
   id: number;
+  /**
+   * A stable, non-secret name for the credential (part of its hash), unique across databases:
+   * the rate-limit key, so deployments or test databases sharing one Redis never share counters.
+   */
+  rateLimitKey: string;
   accountId: number;
   /** The app, for access tokens. */
   appId: number | null;
@@ -140,7 +145,14 @@ export class CredentialsService {
     if (bearer.startsWith(API_KEY_PREFIX)) {
       const row = await findApiKeyByHash(this.db, hash);
       if (!row || row.revoked_at !== null) return null;
-      return { kind: 'api_key', id: row.id, accountId: row.account_id, appId: null, scopes: decodeScopes(row.scopes) };
+      return {
+        kind: 'api_key',
+        id: row.id,
+        rateLimitKey: hash.slice(0, 32),
+        accountId: row.account_id,
+        appId: null,
+        scopes: decodeScopes(row.scopes),
+      };
     }
     if (bearer.startsWith(ACCESS_TOKEN_PREFIX)) {
       const row = await findAccessTokenByHash(this.db, hash);
@@ -148,6 +160,7 @@ export class CredentialsService {
       return {
         kind: 'access_token',
         id: row.id,
+        rateLimitKey: hash.slice(0, 32),
         accountId: row.account_id,
         appId: row.app_id,
         scopes: decodeScopes(row.scopes),

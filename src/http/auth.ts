@@ -73,7 +73,7 @@ function rateLimiter(
   return app.rateLimit({
     max: config.rateLimitPerSecond,
     timeWindow: 1000,
-    keyGenerator: (request) => `${request.credential?.kind}:${request.credential?.id}`,
+    keyGenerator: (request) => request.credential?.rateLimitKey ?? '',
     errorResponseBuilder: (_request, context) =>
       new DomainError(
         'rate_limited',

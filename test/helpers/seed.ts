@@ -1,0 +1,24 @@
+import { systemClock } from '../../src/clock.js';
+import { createServices, type Services } from '../../src/services.js';
+import { openDb } from '../../src/storage/db.js';
+import { migrateToLatest } from '../../src/storage/migrator.js';
+import { createTenant, type Tenant } from './app.js';
+
+/**
+ * Opens the database at `url` (migrating it), runs `seed` with the real services and closes it
+ * again: how a test prepares data for server processes it starts on that database.
+ */
+export async function withServices<T>(url: string, seed: (services: Services) => Promise<T>): Promise<T> {
+  const db = openDb(url, { sqliteSynchronous: 'NORMAL', poolMax: 2 });
+  try {
+    await migrateToLatest(db);
+    return await seed(createServices(db, { clock: systemClock, accessTokenTtlSeconds: 3600 }));
+  } finally {
+    await db.close();
+  }
+}
+
+/** A tenant in the database at `url`. */
+export function seedTenant(url: string, name = 'Shop'): Promise<Tenant> {
+  return withServices(url, (services) => createTenant(services, name));
+}
