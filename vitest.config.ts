@@ -29,13 +29,13 @@ export default defineConfig({
     globalSetup: ['test/global-setup.ts'],
     projects: [
       {
-        extends: true,
+        extends: true as const,
         test: { name: 'sqlite', include: ['test/**/*.test.ts'], env: { LOYALTY_TEST_ENGINE: 'sqlite' } },
       },
       ...(postgresUrl
         ? [
             {
-              extends: true,
+              extends: true as const,
               test: { name: 'postgres', include: BOTH_ENGINES, env: { LOYALTY_TEST_ENGINE: 'postgres' } },
             },
           ]

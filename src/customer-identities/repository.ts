@@ -99,12 +99,7 @@ export async function findCustomerByEmail(
 
 /** Every customer of the account, oldest first. */
 export async function listCustomers(db: Kysely<Database>, accountId: number): Promise<Customer[]> {
-  const rows = await db
-    .selectFrom('customers')
-    .selectAll()
-    .where('account_id', '=', accountId)
-    .orderBy('id')
-    .execute();
+  const rows = await db.selectFrom('customers').selectAll().where('account_id', '=', accountId).orderBy('id').execute();
   return rows.map(toCustomer);
 }
 

@@ -1,5 +1,53 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
+import { authErrorResponses, badRequestResponse } from '../http/schemas.js';
+import { CreateOrUpdateBody, CustomerIdentityResponse } from './schemas.js';
+import { trimEmail } from './service.js';
 
-const routes: FastifyPluginAsyncTypebox = async () => {};
+const errorRef = (description: string) => ({ ...Type.Ref('ErrorBody'), description });
+
+const routes: FastifyPluginAsyncTypebox = async (app) => {
+  app.post(
+    '/v1/customer_identities/create_or_update',
+    {
+      config: { auth: { scope: 'customer_identity:write', accessTokenOnly: true } },
+      // Before validation, so " Jane@X.com " passes the email format; see trimEmail.
+      preValidation: async (request) => trimBodyEmail(request),
+      schema: {
+        operationId: 'createOrUpdateCustomerIdentity',
+        summary: 'Create or update a customer identity, linking it to the customer with its email',
+        description:
+          'Apps only (OAuth access token). A new `distinct_id` creates an identity (201), linked to the ' +
+          "account's customer whose email matches (case-insensitively, after trimming), or to a new customer " +
+          'made from the identity. An existing `distinct_id` is updated (200): fields sent replace the stored ' +
+          'ones, `properties` is merged key by key (null removes a key); the linked customer never changes.',
+        tags: ['Customer identities'],
+        security: [{ bearerAuth: [] }],
+        body: CreateOrUpdateBody,
+        response: {
+          200: { ...CustomerIdentityResponse, description: 'An existing identity was updated' },
+          201: { ...CustomerIdentityResponse, description: 'A new identity was created' },
+          400: badRequestResponse,
+          413: errorRef('payload_too_large: the body is larger than 64 KiB'),
+          415: errorRef('unsupported_media_type: the body is not sent as application/json'),
+          ...authErrorResponses,
+        },
+      },
+    },
+    async (request, reply) => {
+      const accountId = request.credential!.accountId;
+      const result = await app.services.customerIdentities.createOrUpdate(accountId, request.body.customer_identity);
+      reply.code(result.created ? 201 : 200);
+      return { customer_identity: result.identity };
+    },
+  );
+};
+
+function trimBodyEmail(request: FastifyRequest): void {
+  const body = request.body as { customer_identity?: unknown } | null | undefined;
+  if (typeof body !== 'object' || body === null || !('customer_identity' in body)) return;
+  body.customer_identity = trimEmail(body.customer_identity);
+}
 
 export default routes;

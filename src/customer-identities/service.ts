@@ -1,6 +1,38 @@
+import type { Kysely } from 'kysely';
 import type { AccountsService } from '../accounts/service.js';
 import type { Clock } from '../clock.js';
+import { DomainError, invalidParameter } from '../errors.js';
 import type { Db } from '../storage/db.js';
+import type { CustomerIdentityUpdate, Database } from '../storage/schema.js';
+import { validate } from '../validate.js';
+import {
+  findCustomerByEmail,
+  insertCustomerIfAbsent,
+  insertIdentityIfAbsent,
+  listCustomers,
+  listIdentities,
+  replaceIdentityProperties,
+  updateIdentityFields,
+} from './repository.js';
+import { type Customer, type CustomerIdentity, type CustomerIdentityInput, CustomerInput, LIMITS } from './schemas.js';
+
+/** The outcome of create_or_update: the identity, and whether this request created it. */
+export interface IdentityResult {
+  identity: CustomerIdentity;
+  created: boolean;
+}
+
+const PROPERTIES_FIELD = 'customer_identity.properties';
+
+/**
+ * How often a create_or_update transaction is replayed after losing a race to a concurrent
+ * request for the same `distinct_id`. The replay finds the winner's identity and updates it, so
+ * one replay suffices; the rest is headroom.
+ */
+const MAX_ATTEMPTS = 3;
+
+/** Thrown inside the transaction to roll it back and replay it (see MAX_ATTEMPTS). */
+class LostRace extends Error {}
 
 /** Customer identities and the customers they link to (spec 4.2). */
 export class CustomerIdentitiesService {
@@ -9,4 +41,202 @@ export class CustomerIdentitiesService {
     readonly clock: Clock,
     readonly accounts: AccountsService,
   ) {}
+
+  /**
+   * Spec 4.2: updates the account's identity with this `distinct_id` (200), or creates it (201)
+   * linked to the customer with its email, creating that customer when there is none. One
+   * transaction: whatever fails, nothing is left half written.
+   */
+  async createOrUpdate(accountId: number, input: CustomerIdentityInput): Promise<IdentityResult> {
+    const request = { ...input, email: input.email.trim() };
+    if (request.properties !== undefined) checkProperties(request.properties, '');
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.db.kysely.transaction().execute((trx) => this.createOrUpdateIn(trx, accountId, request));
+      } catch (error) {
+        if (!(error instanceof LostRace)) throw error;
+        if (attempt >= MAX_ATTEMPTS) {
+          throw new DomainError('unavailable', 'this customer identity is being changed concurrently; retry shortly');
+        }
+      }
+    }
+  }
+
+  /** Creates a customer (the CLI's `customers create`); an email already in the account is refused. */
+  async createCustomer(accountId: number, input: unknown): Promise<Customer> {
+    const customer = validate(CustomerInput, trimEmail(input), 'customer');
+    await this.accounts.require(accountId);
+    const now = this.clock.now();
+    const created = await insertCustomerIfAbsent(this.db.kysely, {
+      account_id: accountId,
+      email: customer.email,
+      email_normalized: normalizeEmail(customer.email),
+      first_name: customer.first_name ?? null,
+      last_name: customer.last_name ?? null,
+      created_at: now,
+      updated_at: now,
+    });
+    if (created) return created;
+    const existing = await findCustomerByEmail(this.db.kysely, accountId, normalizeEmail(customer.email));
+    throw new DomainError('invalid_parameter', `a customer with this email already exists (id ${existing?.id})`, [
+      { field: 'customer.email', message: `is already the email of customer ${existing?.id}` },
+    ]);
+  }
+
+  /** The account's customers, oldest first. */
+  async listCustomers(accountId: number): Promise<Customer[]> {
+    await this.accounts.require(accountId);
+    return listCustomers(this.db.kysely, accountId);
+  }
+
+  /** The account's customer identities, oldest first. */
+  async listIdentities(accountId: number): Promise<CustomerIdentity[]> {
+    await this.accounts.require(accountId);
+    return listIdentities(this.db.kysely, accountId);
+  }
+
+  // The update is tried first because it is a write: it takes the lock that serialises this
+  // distinct_id (see updateIdentityFields), and an update path must never create a customer.
+  private async createOrUpdateIn(
+    trx: Kysely<Database>,
+    accountId: number,
+    request: CustomerIdentityInput,
+  ): Promise<IdentityResult> {
+    const now = this.clock.now();
+    const updated = await updateIdentityFields(trx, accountId, request.distinct_id, changedFields(request, now));
+    if (updated)
+      return { identity: await mergeStoredProperties(trx, updated, request.properties, now), created: false };
+
+    const customerId = await this.customerIdFor(trx, accountId, request, now);
+    const created = await insertIdentityIfAbsent(trx, {
+      account_id: accountId,
+      customer_id: customerId,
+      distinct_id: request.distinct_id,
+      email: request.email,
+      first_name: request.first_name ?? null,
+      last_name: request.last_name ?? null,
+      properties: mergeProperties({}, request.properties ?? {}),
+      created_at: now,
+      updated_at: now,
+    });
+    // A concurrent request created this distinct_id since our update found nothing (PostgreSQL;
+    // on SQLite the write lock rules that out). Roll back, so a customer made for it goes too,
+    // and replay: the replay takes the update path.
+    if (!created) throw new LostRace();
+    return { identity: created, created: true };
+  }
+
+  /** Rules 2 and 3: the customer with the identity's email, created from the identity if none. */
+  private async customerIdFor(
+    trx: Kysely<Database>,
+    accountId: number,
+    request: CustomerIdentityInput,
+    now: number,
+  ): Promise<number> {
+    const emailNormalized = normalizeEmail(request.email);
+    const inserted = await insertCustomerIfAbsent(trx, {
+      account_id: accountId,
+      email: request.email,
+      email_normalized: emailNormalized,
+      first_name: request.first_name ?? null,
+      last_name: request.last_name ?? null,
+      created_at: now,
+      updated_at: now,
+    });
+    if (inserted) return inserted.id;
+    // The insert did nothing, so the customer exists; READ COMMITTED lets this statement see it
+    // even when a concurrent transaction committed it after ours began.
+    const existing = await findCustomerByEmail(trx, accountId, emailNormalized);
+    if (!existing) throw new LostRace();
+    return existing.id;
+  }
+}
+
+/** The key customers are matched on: the email trimmed and lower-cased (addresses are ASCII). */
+export function normalizeEmail(email: string): string {
+  return email.trim().toLowerCase();
+}
+
+/**
+ * Trims the email inside an input object, before validation: the contract matches emails "after
+ * trimming surrounding spaces", so " Jane@X.com " is a valid address. Anything else is left for
+ * the schema to refuse.
+ */
+export function trimEmail<T>(input: T): T {
+  if (!isObject(input) || typeof input.email !== 'string') return input;
+  return { ...input, email: input.email.trim() };
+}
+
+/** Rule 4: present fields replace the stored ones; the linked customer is never touched (rule 5). */
+function changedFields(request: CustomerIdentityInput, now: number): CustomerIdentityUpdate {
+  const fields: CustomerIdentityUpdate = { email: request.email, updated_at: now };
+  if (request.first_name !== undefined) fields.first_name = request.first_name;
+  if (request.last_name !== undefined) fields.last_name = request.last_name;
+  return fields;
+}
+
+async function mergeStoredProperties(
+  trx: Kysely<Database>,
+  identity: CustomerIdentity,
+  patch: Record<string, unknown> | undefined,
+  now: number,
+): Promise<CustomerIdentity> {
+  if (patch === undefined) return identity;
+  const merged = mergeProperties(identity.properties, patch);
+  // Without this, repeated updates with new keys would grow the stored object without bound.
+  checkProperties(merged, ' after merging with the stored properties');
+  return replaceIdentityProperties(trx, identity.id, merged, now);
+}
+
+/**
+ * Merges key by key: a key sent with null is removed, other sent keys replace the stored value
+ * whole (nested objects are not merged), keys not sent are kept.
+ */
+export function mergeProperties(
+  stored: Record<string, unknown>,
+  patch: Record<string, unknown>,
+): Record<string, unknown> {
+  const merged = new Map(Object.entries(stored));
+  for (const [key, value] of Object.entries(patch)) {
+    if (value === null) merged.delete(key);
+    else merged.set(key, value);
+  }
+  // fromEntries defines own properties, so a key named "__proto__" stays a plain key.
+  return Object.fromEntries(merged);
+}
+
+/** The contract's bounds on `properties`: depth first, so a deep value is never walked whole. */
+function checkProperties(properties: Record<string, unknown>, when: string): void {
+  if (jsonDepth(properties, LIMITS.propertiesDepth) > LIMITS.propertiesDepth) {
+    throw invalidParameter(
+      PROPERTIES_FIELD,
+      `must be at most ${LIMITS.propertiesDepth} levels deep${when} (the properties object is level 1)`,
+    );
+  }
+  const bytes = Buffer.byteLength(JSON.stringify(properties), 'utf8');
+  if (bytes > LIMITS.propertiesBytes) {
+    throw invalidParameter(
+      PROPERTIES_FIELD,
+      `must be at most ${LIMITS.propertiesBytes} bytes (16 KiB) as JSON${when}, got ${bytes}`,
+    );
+  }
+}
+
+/**
+ * Nesting depth of a JSON value: 0 for a scalar, 1 plus the deepest member for an object or
+ * array. Stops descending once the depth passes `limit`, so hostile nesting costs little.
+ */
+export function jsonDepth(value: unknown, limit: number): number {
+  if (value === null || typeof value !== 'object') return 0;
+  if (limit <= 0) return 1;
+  let deepest = 0;
+  for (const member of Object.values(value)) {
+    deepest = Math.max(deepest, jsonDepth(member, limit - 1));
+    if (deepest >= limit) break;
+  }
+  return 1 + deepest;
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

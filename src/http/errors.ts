@@ -65,7 +65,11 @@ export function toDomainError(error: FastifyError): DomainError {
   if (status === 404) return new DomainError('not_found', 'not found');
   if (status === 503) return new DomainError('unavailable', 'the service is temporarily unavailable; retry shortly');
   if (status >= 400 && status < 500) {
-    const message = error instanceof SyntaxError ? 'the request body is not valid JSON' : 'the request is malformed';
+    const message = /prototype property/.test(error.message)
+      ? 'the request body must not contain "__proto__" or "constructor.prototype" keys'
+      : error instanceof SyntaxError
+        ? 'the request body is not valid JSON'
+        : 'the request is malformed';
     return new DomainError('invalid_request', message);
   }
   return new DomainError('internal_error', 'an internal error occurred; quote the request id when reporting it');
@@ -85,10 +89,7 @@ interface AjvError {
 function fromValidation(error: FastifyError): DomainError {
   const context = (error as FastifyError & { validationContext?: string }).validationContext ?? 'body';
   const issues = (error.validation ?? []) as unknown as AjvError[];
-  const details: ErrorDetail[] = issues.map((issue) => ({
-    field: fieldOf(issue, context),
-    message: messageOf(issue),
-  }));
+  const details = detailsOf(issues, context);
   const envelope = context === 'body' && issues.some(isEnvelopeIssue);
   const code: ErrorCode = envelope ? 'invalid_request' : 'invalid_parameter';
   const first = details[0];
@@ -98,6 +99,27 @@ function fromValidation(error: FastifyError): DomainError {
       ? `${first.field} ${first.message}`
       : 'invalid parameter';
   return new DomainError(code, message, details);
+}
+
+/**
+ * One detail per field. A union (`string` or `null`) fails with one issue per branch plus an
+ * `anyOf` summary; those read better as one message ("must be string or null").
+ */
+function detailsOf(issues: AjvError[], context: string): ErrorDetail[] {
+  const byField = new Map<string, AjvError[]>();
+  for (const issue of issues) {
+    const field = fieldOf(issue, context);
+    byField.set(field, [...(byField.get(field) ?? []), issue]);
+  }
+  return [...byField].map(([field, group]) => {
+    const branches = group.filter((issue) => issue.keyword !== 'anyOf');
+    const types = branches.filter((issue) => issue.keyword === 'type').map((issue) => String(issue.params.type));
+    const message =
+      group.some((issue) => issue.keyword === 'anyOf') && types.length === branches.length && types.length > 1
+        ? `must be ${types.join(' or ')}`
+        : messageOf(branches[0] ?? (group[0] as AjvError));
+    return { field, message };
+  });
 }
 
 function isEnvelopeIssue(issue: AjvError): boolean {

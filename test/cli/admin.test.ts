@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -29,12 +29,34 @@ describe('the loyalty CLI', () => {
     const account = await ok(['accounts', 'create', '--name', 'Acme']);
     expect(account).toEqual({ id: expect.any(Number), name: 'Acme' });
 
-    const key = await ok(['api-keys', 'create', '--account', String(account.id), '--scopes', 'earning_rule:read referral_settings:read']);
-    expect(key).toEqual({ id: expect.any(Number), key: expect.stringMatching(/^api_[0-9A-Za-z]{32,}$/), scopes: ['referral_settings:read', 'earning_rule:read'] });
+    const key = await ok([
+      'api-keys',
+      'create',
+      '--account',
+      String(account.id),
+      '--scopes',
+      'earning_rule:read referral_settings:read',
+    ]);
+    expect(key).toEqual({
+      id: expect.any(Number),
+      key: expect.stringMatching(/^api_[0-9A-Za-z]{32,}$/),
+      scopes: ['referral_settings:read', 'earning_rule:read'],
+    });
     const allScopes = await ok(['api-keys', 'create', '--account', String(account.id)]);
     expect(allScopes.scopes).toEqual(['referral_settings:read', 'earning_rule:read', 'customer_identity:write']);
 
-    const app = await ok(['apps', 'create', '--name', 'Reviews', '--scopes', 'customer_identity:write', '--redirect-uri', 'https://reviews.example/cb', '--redirect-uri', 'http://localhost:8080/cb']);
+    const app = await ok([
+      'apps',
+      'create',
+      '--name',
+      'Reviews',
+      '--scopes',
+      'customer_identity:write',
+      '--redirect-uri',
+      'https://reviews.example/cb',
+      '--redirect-uri',
+      'http://localhost:8080/cb',
+    ]);
     expect(app).toEqual({
       id: expect.any(Number),
       client_id: expect.stringMatching(/^app_/),
@@ -43,8 +65,22 @@ describe('the loyalty CLI', () => {
       redirect_uris: ['https://reviews.example/cb', 'http://localhost:8080/cb'],
     });
 
-    const token = await ok(['tokens', 'issue', '--account', String(account.id), '--app', app.client_id, '--ttl', '120']);
-    expect(token).toEqual({ access_token: expect.stringMatching(/^oa2_[0-9A-Za-z]{32,}$/), token_type: 'Bearer', expires_in: 120, scope: 'customer_identity:write' });
+    const token = await ok([
+      'tokens',
+      'issue',
+      '--account',
+      String(account.id),
+      '--app',
+      app.client_id,
+      '--ttl',
+      '120',
+    ]);
+    expect(token).toEqual({
+      access_token: expect.stringMatching(/^oa2_[0-9A-Za-z]{32,}$/),
+      token_type: 'Bearer',
+      expires_in: 120,
+      scope: 'customer_identity:write',
+    });
 
     const listed = await ok(['api-keys', 'list', '--account', String(account.id)]);
     expect(JSON.stringify(listed)).not.toContain(key.key);
@@ -57,7 +93,9 @@ describe('the loyalty CLI', () => {
     const account = await ok(['accounts', 'create', '--name', 'Acme']);
     const file = join(dir, 'referral.json');
     writeFileSync(file, JSON.stringify(referralSettingsFixture));
-    expect(await ok(['referral-settings', 'set', '--account', String(account.id), '--file', file])).toEqual(referralSettingsFixture);
+    expect(await ok(['referral-settings', 'set', '--account', String(account.id), '--file', file])).toEqual(
+      referralSettingsFixture,
+    );
     expect(await ok(['referral-settings', 'show', '--account', String(account.id)])).toEqual(referralSettingsFixture);
     expect(await ok(['referral-settings', 'delete', '--account', String(account.id)])).toEqual({ deleted: true });
   });
@@ -71,7 +109,10 @@ describe('the loyalty CLI', () => {
       [['api-keys', 'revoke', '12345'], /API key 12345 does not exist/],
       [['tokens', 'issue', '--account', String(account.id), '--app', 'app_missing'], /app_missing does not exist/],
       [['apps', 'create', '--name', 'X', '--redirect-uri', 'http://evil.example/cb'], /must use https/],
-      [['referral-settings', 'set', '--account', String(account.id), '--file', join(dir, 'missing.json')], /cannot read/],
+      [
+        ['referral-settings', 'set', '--account', String(account.id), '--file', join(dir, 'missing.json')],
+        /cannot read/,
+      ],
       [['referral-settings', 'delete', '--account', String(account.id)], /has no referral settings/],
     ];
     for (const [args, message] of cases) {
@@ -90,9 +131,25 @@ describe('the loyalty CLI', () => {
   it('refuses a scope an app is not registered for', async () => {
     const account = await ok(['accounts', 'create', '--name', 'Acme']);
     const app = await ok(['apps', 'create', '--name', 'Narrow', '--scopes', 'earning_rule:read']);
-    const result = await loyalty(['tokens', 'issue', '--account', String(account.id), '--app', app.client_id, '--scopes', 'customer_identity:write', '--json'], env);
+    const result = await loyalty(
+      [
+        'tokens',
+        'issue',
+        '--account',
+        String(account.id),
+        '--app',
+        app.client_id,
+        '--scopes',
+        'customer_identity:write',
+        '--json',
+      ],
+      env,
+    );
     expect(result.code).toBe(1);
-    expect(JSON.parse(result.stderr).error).toMatchObject({ code: 'invalid_parameter', message: expect.stringMatching(/not registered/) });
+    expect(JSON.parse(result.stderr).error).toMatchObject({
+      code: 'invalid_parameter',
+      message: expect.stringMatching(/not registered/),
+    });
   });
 
   it('migrates an empty database and reports it', async () => {
@@ -157,11 +214,16 @@ describe('loyalty demo', () => {
     }
     const referral = answers.find((a) => a.line.includes('/referral_settings'));
     expect(referral?.status).toBe('200');
-    expect(referral?.body.referral_settings).toMatchObject({ status: 'active', sender_reward: { name: expect.any(String) } });
+    expect(referral?.body.referral_settings).toMatchObject({
+      status: 'active',
+      sender_reward: { name: expect.any(String) },
+    });
     for (const answer of answers) expect(Number(answer.status), answer.line).toBeLessThan(300);
 
     // The JSON-mode credentials work too.
-    const response = await fetch(`${demo.base_url}/referral_settings`, { headers: { authorization: `Bearer ${demo.api_key}` } });
+    const response = await fetch(`${demo.base_url}/referral_settings`, {
+      headers: { authorization: `Bearer ${demo.api_key}` },
+    });
     expect(response.status).toBe(200);
   });
 });

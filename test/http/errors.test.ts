@@ -20,7 +20,10 @@ describe('the error handler gives every error the contract body', () => {
         schema: {
           body: Type.Object(
             {
-              thing: Type.Object({ name: Type.String({ maxLength: 5 }), count: Type.Optional(Type.Integer()) }, { additionalProperties: false }),
+              thing: Type.Object(
+                { name: Type.String({ maxLength: 5 }), count: Type.Optional(Type.Integer()) },
+                { additionalProperties: false },
+              ),
             },
             { additionalProperties: false },
           ),
@@ -75,7 +78,10 @@ describe('the error handler gives every error the contract body', () => {
 
   it('validates query parameters as invalid_parameter', async () => {
     for (const limit of ['0', '10', 'abc', '1.5', '']) {
-      const error = expectError(await post('{"thing":{"name":"a"}}', 'application/json', `/test/echo?limit=${limit}`), 'invalid_parameter');
+      const error = expectError(
+        await post('{"thing":{"name":"a"}}', 'application/json', `/test/echo?limit=${limit}`),
+        'invalid_parameter',
+      );
       expect(error.details[0].field).toBe('limit');
     }
   });
@@ -106,7 +112,11 @@ describe('the error handler gives every error the contract body', () => {
     const echoed = await app.inject({ method: 'GET', url: '/v1/nope', headers: { 'x-request-id': 'trace-abc.123' } });
     expect(echoed.headers['x-request-id']).toBe('trace-abc.123');
     expect(echoed.json().error.request_id).toBe('trace-abc.123');
-    const replaced = await app.inject({ method: 'GET', url: '/v1/nope', headers: { 'x-request-id': 'a b\u0007<script>' } });
+    const replaced = await app.inject({
+      method: 'GET',
+      url: '/v1/nope',
+      headers: { 'x-request-id': 'a b\u0007<script>' },
+    });
     expect(replaced.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
   });
 });

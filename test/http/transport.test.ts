@@ -61,7 +61,8 @@ describe('rate limit', () => {
     t = await createTestApp({ RATE_LIMIT_PER_SECOND: '3' });
     const a = await createTenant(t.services);
     const b = await createTenant(t.services);
-    const get = (token: string) => t!.app.inject({ method: 'GET', url: '/v1/referral_settings', headers: bearer(token) });
+    const get = (token: string) =>
+      t!.app.inject({ method: 'GET', url: '/v1/referral_settings', headers: bearer(token) });
     const remaining = [];
     for (let i = 0; i < 3; i++) remaining.push((await get(a.apiKey)).headers['ratelimit-remaining']);
     expect(remaining).toEqual(['2', '1', '0']);

@@ -1,10 +1,10 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startServer, type ServerProcess } from '../helpers/server-process.js';
+import { type ServerProcess, startServer } from '../helpers/server-process.js';
 
 describe('the server process', () => {
   const dirs: string[] = [];
@@ -58,16 +58,38 @@ describe('the server process', () => {
 
   it('speaks HTTPS only with TLS files, with Strict-Transport-Security', async () => {
     const dir = tempDir();
-    execFileSync('openssl', [
-      'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=localhost',
-      '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem'),
-    ], { stdio: 'ignore' });
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'rsa:2048',
+        '-nodes',
+        '-days',
+        '1',
+        '-subj',
+        '/CN=localhost',
+        '-keyout',
+        join(dir, 'key.pem'),
+        '-out',
+        join(dir, 'cert.pem'),
+      ],
+      { stdio: 'ignore' },
+    );
     server = await startServer({ CWD: dir, TLS_CERT_FILE: join(dir, 'cert.pem'), TLS_KEY_FILE: join(dir, 'key.pem') });
     const { status, hsts } = await new Promise<{ status: number; hsts: string | undefined }>((resolve, reject) => {
-      request(`https://127.0.0.1:${server!.port}/healthz`, { ca: readFileSync(join(dir, 'cert.pem')), servername: 'localhost', checkServerIdentity: () => undefined }, (res) => {
-        res.resume();
-        resolve({ status: res.statusCode ?? 0, hsts: res.headers['strict-transport-security'] as string | undefined });
-      })
+      request(
+        `https://127.0.0.1:${server!.port}/healthz`,
+        { ca: readFileSync(join(dir, 'cert.pem')), servername: 'localhost', checkServerIdentity: () => undefined },
+        (res) => {
+          res.resume();
+          resolve({
+            status: res.statusCode ?? 0,
+            hsts: res.headers['strict-transport-security'] as string | undefined,
+          });
+        },
+      )
         .on('error', reject)
         .end();
     });
