@@ -1,6 +1,7 @@
 import rateLimit from '@fastify/rate-limit';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import underPressure from '@fastify/under-pressure';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify';
 import type { Redis } from 'ioredis';
 import { type Clock, systemClock } from './clock.js';
 import type { Config } from './config.js';
@@ -9,6 +10,7 @@ import earningRuleRoutes from './earning-rules/routes.js';
 import { DomainError } from './errors.js';
 import { registerAuth } from './http/auth.js';
 import { registerErrorHandling } from './http/errors.js';
+import { registerMetrics } from './http/metrics.js';
 import { registerOpenApi } from './http/openapi.js';
 import { requestId } from './http/request-id.js';
 import { registerTransportRules } from './http/transport.js';
@@ -51,6 +53,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     trustProxy: config.trustProxy,
     // Closing is answered by our own hook, with the contract's body.
     return503OnClosing: false,
+    // A slow client cannot hold a connection: the whole request (headers and body) must arrive in time.
+    requestTimeout: config.requestTimeoutMs,
     ...options.server,
   }).withTypeProvider<TypeBoxTypeProvider>();
 
@@ -60,16 +64,21 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   });
   app.decorate('services', services);
 
+  app.server.maxConnections = config.maxConnections;
+  const metrics = registerMetrics(app);
   registerValidators(app);
-  registerErrorHandling(app);
+  registerErrorHandling(app, { onDatabaseError: metrics.databaseError });
   registerTransportRules(app, config);
   refuseWhileClosing(app);
+  if (config.maxEventLoopDelayMs > 0) {
+    // Past this event-loop delay, answering 503 at once beats every caller timing out.
+    await app.register(underPressure, { maxEventLoopDelay: config.maxEventLoopDelayMs, retryAfter: 1 });
+  }
 
   // JSON only: without this, Fastify would also accept text/plain bodies.
   app.removeContentTypeParser(['text/plain']);
   app.addHook('onSend', async (request, reply) => {
-    reply.header('x-content-type-options', 'nosniff');
-    if (request.url.startsWith('/v1/')) reply.header('cache-control', 'no-store');
+    setSecurityHeaders(request.url, reply);
   });
 
   await app.register(rateLimit, {
@@ -93,6 +102,22 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   await app.register(customerIdentityRoutes);
   await app.register(earningRuleRoutes);
   return app;
+}
+
+/**
+ * Headers for a JSON API: nothing is sniffed, framed, cached or sent as a referrer. The docs
+ * page (/docs) keeps its own policy, since Swagger UI runs scripts.
+ */
+function setSecurityHeaders(url: string, reply: FastifyReply): void {
+  reply.header('x-content-type-options', 'nosniff');
+  reply.header('referrer-policy', 'no-referrer');
+  if (url.startsWith('/docs')) return;
+  reply.header('x-frame-options', 'DENY');
+  if (!reply.hasHeader('content-security-policy')) {
+    reply.header('content-security-policy', "default-src 'none'; frame-ancestors 'none'");
+  }
+  reply.header('cross-origin-resource-policy', 'same-origin');
+  if (url.startsWith('/v1/')) reply.header('cache-control', 'no-store');
 }
 
 /** Once shutdown starts, new requests get `503 unavailable`; requests in flight finish. */

@@ -21,6 +21,14 @@ export interface Config {
   readonly workers: number;
   /** PostgreSQL connections per process. */
   readonly databasePoolSize: number;
+  /** Above this event-loop delay new requests get `503 unavailable`; 0 switches the check off. */
+  readonly maxEventLoopDelayMs: number;
+  /** Longest time a client may take to send a whole request (headers and body). */
+  readonly requestTimeoutMs: number;
+  /** Most open connections per process; further ones are closed at once. */
+  readonly maxConnections: number;
+  /** Failed authentications per minute from one address before it gets `429`; 0: no limit. */
+  readonly authFailuresPerMinute: number;
 }
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -90,6 +98,10 @@ export function loadConfig(env: Env = process.env, options: { listening?: boolea
   }
   const workers = integer('WORKERS', 1, 1, 64);
   const databasePoolSize = integer('DATABASE_POOL_SIZE', 10, 1, 1000);
+  const maxEventLoopDelayMs = integer('MAX_EVENT_LOOP_DELAY_MS', 1000, 0, 60_000);
+  const requestTimeoutMs = integer('REQUEST_TIMEOUT_MS', 10_000, 100, 600_000);
+  const maxConnections = integer('MAX_CONNECTIONS', 10_000, 1, 1_000_000);
+  const authFailuresPerMinute = integer('AUTH_FAILURES_PER_MINUTE', 30, 0, 1_000_000);
   if (workers > 1 && rateLimitPerSecond > 0 && redisUrl === null) {
     problems.push(
       `WORKERS=${workers} needs REDIS_URL: the rate limit of ${rateLimitPerSecond}/s per credential must hold across processes ` +
@@ -119,6 +131,10 @@ export function loadConfig(env: Env = process.env, options: { listening?: boolea
     redisUrl,
     workers,
     databasePoolSize,
+    maxEventLoopDelayMs,
+    requestTimeoutMs,
+    maxConnections,
+    authFailuresPerMinute,
   });
 }
 

@@ -16,6 +16,10 @@ describe('loadConfig', () => {
       redisUrl: null,
       workers: 1,
       databasePoolSize: 10,
+      maxEventLoopDelayMs: 1000,
+      requestTimeoutMs: 10_000,
+      maxConnections: 10_000,
+      authFailuresPerMinute: 30,
     });
   });
 

@@ -33,11 +33,19 @@ const BEARER = /^Bearer +([A-Za-z0-9_]{1,200}) *$/i;
 export function registerAuth(app: FastifyInstance, credentials: CredentialsService, config: Config): void {
   app.decorateRequest('credential', null);
   const limit = rateLimiter(app, config);
+  const failures = failureLimiter(app, config);
 
   app.addHook('onRequest', async (request, reply) => {
     const auth = request.routeOptions.config.auth;
     if (!auth) return;
-    const credential = await authenticate(request, credentials);
+    await failures?.refuseIfBlocked(request);
+    let credential: Credential;
+    try {
+      credential = await authenticate(request, credentials);
+    } catch (error) {
+      await failures?.record(request);
+      throw error;
+    }
     if (auth.accessTokenOnly && credential.kind !== 'access_token') {
       throw new DomainError(
         'oauth_token_required',
@@ -62,6 +70,36 @@ async function authenticate(request: FastifyRequest, credentials: CredentialsSer
   const credential = token === undefined ? null : await credentials.authenticate(token);
   if (!credential) throw unauthorized('the credential is unknown, revoked or expired', true);
   return credential;
+}
+
+/**
+ * Slows credential guessing: an address with too many failed authentications in a minute gets
+ * `429 rate_limited` until the minute is over, before its credential is even looked up. The
+ * counters live in the same store as the rate limit (Redis when configured), so they hold
+ * across processes.
+ */
+function failureLimiter(app: FastifyInstance, config: Config) {
+  if (config.authFailuresPerMinute === 0) return null;
+  const counter = app.createRateLimit({
+    max: config.authFailuresPerMinute,
+    timeWindow: 60_000,
+    keyGenerator: (request) => `auth-failures:${request.ip}`,
+  });
+  return {
+    async refuseIfBlocked(request: FastifyRequest): Promise<void> {
+      const state = await counter(request, { increment: false });
+      if (state.isAllowed || state.remaining > 0) return;
+      throw new DomainError(
+        'rate_limited',
+        'too many failed authentications from this address; retry later',
+        undefined,
+        { 'Retry-After': String(Math.max(1, state.ttlInSeconds)) },
+      );
+    },
+    async record(request: FastifyRequest): Promise<void> {
+      await counter(request);
+    },
+  };
 }
 
 /** The per-credential limit of the contract, with @fastify/rate-limit's store and headers. */

@@ -7,13 +7,14 @@ import type { ErrorBody } from './schemas.js';
  * validation, unknown routes), so every error has the contract's body and status. A 5xx logs the
  * whole error with the request id and answers only a generic message.
  */
-export function registerErrorHandling(app: FastifyInstance): void {
+export function registerErrorHandling(app: FastifyInstance, hooks: { onDatabaseError?: () => void } = {}): void {
   app.setNotFoundHandler((request, reply) => {
     send(request, reply, new DomainError('not_found', `no route for ${request.method} ${request.url.split('?')[0]}`));
   });
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
     const domain = toDomainError(error);
+    if (isDatabaseError(error)) hooks.onDatabaseError?.();
     if (domain.status >= 500) {
       if (domain.code === 'internal_error') request.log.error({ err: error }, 'request failed');
       else request.log.warn({ err: error }, domain.message);
@@ -161,10 +162,19 @@ const UNAVAILABLE_CODES = new Set([
   '53300', // too_many_connections
 ]);
 
+/** Errors raised by either database driver. */
+function isDatabaseError(error: FastifyError): boolean {
+  if (error instanceof DomainError || error.validation) return false;
+  const code = typeof error.code === 'string' ? error.code : '';
+  return code.startsWith('SQLITE_') || /^[0-9A-Z]{5}$/.test(code) || isDatabaseUnavailable(error);
+}
+
 /** Errors that mean the database cannot be reached right now, not that the request was wrong. */
 function isDatabaseUnavailable(error: Error & { code?: string }): boolean {
   if (typeof error.code === 'string' && (UNAVAILABLE_CODES.has(error.code) || error.code.startsWith('08'))) {
     return true;
   }
-  return /Connection terminated|timeout exceeded when trying to connect/i.test(error.message);
+  return /Connection terminated|timeout exceeded when trying to connect|driver has already been destroyed/i.test(
+    error.message,
+  );
 }

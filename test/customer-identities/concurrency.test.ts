@@ -35,7 +35,7 @@ beforeAll(async () => {
   }
   // LOG_LEVEL must be info: startServer waits for Fastify's "Server listening at" info line.
   // With Redis the limit is on but far above the race, so every request also goes through Redis.
-  const env = testRedisUrl
+  const env: Record<string, string> = testRedisUrl
     ? { DATABASE_URL: url, REDIS_URL: testRedisUrl, RATE_LIMIT_PER_SECOND: '100000', LOG_LEVEL: 'info' }
     : { DATABASE_URL: url, RATE_LIMIT_PER_SECOND: '0', LOG_LEVEL: 'info' };
   [first, second, workers] = await Promise.all([
