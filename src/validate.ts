@@ -17,17 +17,20 @@ export function validate<T extends TSchema>(schema: T, value: unknown, root: str
     compiled.set(schema, check);
   }
   if (check(value)) return value as Static<T>;
-  const details = (check.errors ?? []).map((e: ErrorObject) => {
-    const named = e.params.missingProperty ?? e.params.additionalProperty;
-    const path = [root, ...e.instancePath.split('/').filter(Boolean), ...(named ? [named] : [])];
-    const message =
-      e.keyword === 'additionalProperties'
-        ? 'is not a known field'
-        : e.keyword === 'required'
-          ? 'is required'
-          : (e.message ?? 'is invalid');
-    return { field: path.join('.'), message };
-  });
+  // An if/then failure is also reported by the failing keyword inside `then`: keep only that one.
+  const details = (check.errors ?? [])
+    .filter((e: ErrorObject) => e.keyword !== 'if')
+    .map((e: ErrorObject) => {
+      const named = e.params.missingProperty ?? e.params.additionalProperty;
+      const path = [root, ...e.instancePath.split('/').filter(Boolean), ...(named ? [named] : [])];
+      const message =
+        e.keyword === 'additionalProperties'
+          ? 'is not a known field'
+          : e.keyword === 'required'
+            ? 'is required'
+            : (e.message ?? 'is invalid');
+      return { field: path.join('.'), message };
+    });
   const first = details[0];
   throw new DomainError('invalid_parameter', first ? `${first.field} ${first.message}` : `${root} is invalid`, details);
 }

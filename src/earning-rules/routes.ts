@@ -1,5 +1,46 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyRequest } from 'fastify';
+import { invalidParameter } from '../errors.js';
+import { authErrorResponses, badRequestResponse } from '../http/schemas.js';
+import { EarningRulesPage, EarningRulesQuery } from './schemas.js';
 
-const routes: FastifyPluginAsyncTypebox = async () => {};
+const routes: FastifyPluginAsyncTypebox = async (app) => {
+  app.get(
+    '/v1/earning_rules',
+    {
+      config: { auth: { scope: 'earning_rule:read' } },
+      preValidation: requireDecimalLimit,
+      schema: {
+        operationId: 'listEarningRules',
+        summary: 'List the enabled earning rules of the account, newest first',
+        description:
+          'Keyset pages in `id` descending order. Follow `metadata.next_cursor` for older rules and ' +
+          '`metadata.previous_cursor` for newer ones; `""` means there is no such page. A cursor may be ' +
+          'combined with any `limit`. Rules created or deleted between requests never make another rule ' +
+          'appear twice or be skipped.',
+        tags: ['Earning rules'],
+        security: [{ bearerAuth: [] }],
+        querystring: EarningRulesQuery,
+        response: {
+          200: EarningRulesPage,
+          400: badRequestResponse,
+          ...authErrorResponses,
+        },
+      },
+    },
+    async (request) => app.services.earningRules.list(request.credential!.accountId, request.query),
+  );
+};
+
+/**
+ * The coercing query validator would read `limit=0x10` as 16 and `limit=1e2` as 100; the limit is
+ * a plain decimal number, and anything else is refused rather than guessed at.
+ */
+async function requireDecimalLimit(request: FastifyRequest): Promise<void> {
+  const limit = (request.query as Record<string, unknown>).limit;
+  if (typeof limit === 'string' && !/^[0-9]{1,9}$/.test(limit)) {
+    throw invalidParameter('limit', 'must be an integer from 1 to 250');
+  }
+}
 
 export default routes;

@@ -1,0 +1,183 @@
+import type { Kysely, SelectQueryBuilder, Transaction } from 'kysely';
+import type { Database, EarningRuleRow, EarningRulesTable, NewEarningRule } from '../storage/schema.js';
+import type { Direction } from './cursor.js';
+import type { EarningLimit, EarningRule, RewardValue, StoredEarningRule } from './schemas.js';
+
+type Executor = Kysely<Database> | Transaction<Database>;
+
+// 17 bound values per row: 500 rows stay under SQLite's 32,766 and PostgreSQL's 65,535
+// parameters per statement, while a 1,000-rule file takes two statements, not a thousand.
+const INSERT_CHUNK = 500;
+
+/**
+ * The page query, exactly as run: the account's enabled rules strictly beyond `boundary` in
+ * `direction` (all of them when `boundary` is null), nearest first, at most `rows` of them.
+ * `next` reads `id < boundary order by id desc`, `previous` reads `id > boundary order by id
+ * asc`; both are a range of the `earning_rules_page` index (account_id, enabled, id), so the
+ * hundredth page costs what the first does. Exported for the query-plan test.
+ */
+export function pageQuery(
+  db: Executor,
+  accountId: number,
+  direction: Direction,
+  boundary: number | null,
+  rows: number,
+): SelectQueryBuilder<Database, 'earning_rules', EarningRuleRow> {
+  let query = db.selectFrom('earning_rules').selectAll().where('account_id', '=', accountId).where('enabled', '=', 1);
+  if (boundary !== null) query = query.where('id', direction === 'next' ? '<' : '>', boundary);
+  return query.orderBy('id', direction === 'next' ? 'desc' : 'asc').limit(rows);
+}
+
+/** Up to `rows` enabled rules beyond `boundary`, nearest first (see `pageQuery`). */
+export async function findPage(
+  db: Executor,
+  accountId: number,
+  direction: Direction,
+  boundary: number | null,
+  rows: number,
+): Promise<EarningRule[]> {
+  return (await pageQuery(db, accountId, direction, boundary, rows).execute()).map(toEarningRule);
+}
+
+/** True when at least one enabled rule lies beyond `boundary` in `direction`. */
+export async function hasRulesBeyond(
+  db: Executor,
+  accountId: number,
+  direction: Direction,
+  boundary: number,
+): Promise<boolean> {
+  return (await pageQuery(db, accountId, direction, boundary, 1).execute()).length > 0;
+}
+
+/** Every rule of the account (enabled ones only unless `includeDisabled`), newest first. */
+export async function listRules(
+  db: Executor,
+  accountId: number,
+  includeDisabled: boolean,
+): Promise<StoredEarningRule[]> {
+  let query = db.selectFrom('earning_rules').selectAll().where('account_id', '=', accountId);
+  if (!includeDisabled) query = query.where('enabled', '=', 1);
+  return (await query.orderBy('id', 'desc').execute()).map(toStoredEarningRule);
+}
+
+/** Inserts the rows in chunks (call inside a transaction); returns them in insertion order. */
+export async function insertRules(db: Executor, rows: NewEarningRule[]): Promise<StoredEarningRule[]> {
+  const inserted: EarningRuleRow[] = [];
+  for (let start = 0; start < rows.length; start += INSERT_CHUNK) {
+    const chunk = rows.slice(start, start + INSERT_CHUNK);
+    inserted.push(...(await db.insertInto('earning_rules').values(chunk).returningAll().execute()));
+  }
+  // RETURNING promises no order; ids grow with insertion order within the transaction.
+  return inserted.sort((a, b) => a.id - b.id).map(toStoredEarningRule);
+}
+
+/** Sets `enabled`; the updated rule, or undefined when no rule has that id. */
+export async function updateRuleEnabled(
+  db: Executor,
+  id: number,
+  enabled: boolean,
+  now: number,
+): Promise<StoredEarningRule | undefined> {
+  const row = await db
+    .updateTable('earning_rules')
+    .set({ enabled: enabled ? 1 : 0, updated_at: now })
+    .where('id', '=', id)
+    .returningAll()
+    .executeTakeFirst();
+  return row && toStoredEarningRule(row);
+}
+
+/** Deletes a rule; false when no rule has that id. */
+export async function deleteRule(db: Executor, id: number): Promise<boolean> {
+  const result = await db.deleteFrom('earning_rules').where('id', '=', id).executeTakeFirst();
+  return result.numDeletedRows > 0n;
+}
+
+/**
+ * The value of the server secret `name`, storing `candidate` first if there is none yet. Insert
+ * then read (never read then insert): when processes race on first use, one insert wins and all
+ * of them read the winner's value.
+ */
+export async function ensureServerSecret(db: Executor, name: string, candidate: string, now: number): Promise<string> {
+  await db
+    .insertInto('server_secrets')
+    .values({ name, value: candidate, created_at: now })
+    .onConflict((oc) => oc.column('name').doNothing())
+    .execute();
+  const row = await db.selectFrom('server_secrets').select('value').where('name', '=', name).executeTakeFirstOrThrow();
+  return row.value;
+}
+
+/** The row of a new rule. */
+export function toRow(accountId: number, rule: Omit<EarningRule, 'id'>, enabled: boolean, now: number): NewEarningRule {
+  const limit = rule.earning_limit;
+  const rolling = limit?.type === 'rolling' ? limit.rolling : null;
+  return {
+    account_id: accountId,
+    enabled: enabled ? 1 : 0,
+    name: rule.name,
+    image_url: rule.image_url,
+    action_text: rule.action_text,
+    action_url: rule.action_url,
+    restricted_to_vip_tier_ids: JSON.stringify(rule.restricted_to_vip_tier_ids),
+    reward_type: rule.reward.type,
+    reward_value_type: rule.reward_value.type,
+    reward_value:
+      rule.reward_value.type === 'variable' ? rule.reward_value.variable.value : rule.reward_value.fixed.value,
+    reward_per_amount: rule.reward_value.type === 'variable' ? rule.reward_value.variable.per_amount : null,
+    earning_limit_type: limit?.type ?? null,
+    earning_limit_max: limit?.max ?? null,
+    earning_limit_unit: rolling?.unit ?? null,
+    earning_limit_unit_count: rolling?.unit_count ?? null,
+    created_at: now,
+    updated_at: now,
+  };
+}
+
+/** The API form of a row: only the keys of its reward-value and limit kinds. */
+export function toEarningRule(row: EarningRuleRow): EarningRule {
+  return {
+    id: row.id,
+    name: row.name,
+    image_url: row.image_url,
+    action_text: row.action_text,
+    action_url: row.action_url,
+    restricted_to_vip_tier_ids: JSON.parse(row.restricted_to_vip_tier_ids) as number[],
+    reward: { type: row.reward_type as 'points' },
+    reward_value: toRewardValue(row),
+    earning_limit: toEarningLimit(row),
+  };
+}
+
+function toStoredEarningRule(row: EarningRuleRow): StoredEarningRule {
+  return { ...toEarningRule(row), enabled: row.enabled === 1 };
+}
+
+function toRewardValue(row: EarningRuleRow): RewardValue {
+  if (row.reward_value_type === 'fixed') return { type: 'fixed', fixed: { value: row.reward_value } };
+  return {
+    type: 'variable',
+    variable: { value: row.reward_value, per_amount: present(row.reward_per_amount, 'reward_per_amount', row) },
+  };
+}
+
+function toEarningLimit(row: EarningRuleRow): EarningLimit {
+  if (row.earning_limit_type === null) return null;
+  const max = present(row.earning_limit_max, 'earning_limit_max', row);
+  if (row.earning_limit_type === 'lifetime') return { max, type: 'lifetime' };
+  return {
+    max,
+    type: 'rolling',
+    rolling: {
+      unit: present(row.earning_limit_unit, 'earning_limit_unit', row),
+      unit_count: present(row.earning_limit_unit_count, 'earning_limit_unit_count', row),
+    },
+  };
+}
+
+// Rows are written only by `toRow`, so a missing value is corrupt data: fail loudly (500 with
+// the detail in the log) rather than invent a value.
+function present<T>(value: T | null, column: keyof EarningRulesTable, row: EarningRuleRow): T {
+  if (value === null) throw new Error(`earning rule ${row.id} has no ${column} for its kind`);
+  return value;
+}

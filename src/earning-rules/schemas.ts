@@ -1,0 +1,188 @@
+import { type Static, type TObject, type TSchema, type TUnsafe, Type } from 'typebox';
+
+/** The largest value of a PostgreSQL `integer` column: bigger counts would fail to insert. */
+const MAX_INT4 = 2_147_483_647;
+
+/**
+ * The parts of a rule, with the input bounds (`bounded`, for the CLI input) or as bare shapes
+ * (for the response). Fastify's serializer picks a union branch by validating the value against
+ * it, so a bound in a response branch would turn one odd stored value into a 500 for the whole
+ * list; the response schema only needs the shapes and the `type` constants.
+ */
+function parts(bounded: boolean) {
+  const positive = (description: string) =>
+    Type.Number(bounded ? { exclusiveMinimum: 0, description } : { description });
+  const count = (description: string) =>
+    Type.Integer(bounded ? { minimum: 1, maximum: MAX_INT4, description } : { description });
+  // http(s) only: `javascript:` or `data:` URLs would be clickable in a storefront widget.
+  const url = (description: string) =>
+    Type.String(bounded ? { format: 'uri', pattern: '^https?://', maxLength: 2048, description } : { description });
+  const closed = { additionalProperties: false };
+  return {
+    url,
+    VariableRewardValue: Type.Object(
+      {
+        type: Type.Literal('variable'),
+        variable: Type.Object(
+          {
+            value: positive('Reward earned per `per_amount` (5 points per $1: 5)'),
+            per_amount: positive('Amount of the action that earns `value` (5 points per $1: 1)'),
+          },
+          closed,
+        ),
+      },
+      closed,
+    ),
+    FixedRewardValue: Type.Object(
+      { type: Type.Literal('fixed'), fixed: Type.Object({ value: positive('Reward earned each time') }, closed) },
+      closed,
+    ),
+    RollingEarningLimit: Type.Object(
+      {
+        max: count('Most earnings within the rolling window'),
+        type: Type.Literal('rolling'),
+        rolling: Type.Object(
+          {
+            unit: Type.Union([Type.Literal('day'), Type.Literal('week'), Type.Literal('month'), Type.Literal('year')], {
+              description: 'Unit of the rolling window',
+            }),
+            unit_count: count('Length of the window, in units'),
+          },
+          closed,
+        ),
+      },
+      closed,
+    ),
+    LifetimeEarningLimit: Type.Object(
+      { max: count('Most earnings per customer, ever'), type: Type.Literal('lifetime') },
+      closed,
+    ),
+    ActionText: Type.Union([Type.String(bounded ? { minLength: 1, maxLength: 255 } : {}), Type.Null()], {
+      description: 'Label of the call to action; null: no clickable element',
+    }),
+    ActionUrl: Type.Union([url('Destination of the call to action'), Type.Null()], {
+      description: 'Destination of the call to action; null: no clickable element',
+    }),
+  };
+}
+
+const input = parts(true);
+const output = parts(false);
+
+const Reward = Type.Object(
+  { type: Type.Literal('points', { description: 'Kind of reward issued' }) },
+  { additionalProperties: false },
+);
+
+const VipTierIds = Type.Array(Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER }), {
+  maxItems: 100,
+  uniqueItems: true,
+  description: 'VIP tiers the rule is restricted to; `[]` means every tier',
+});
+
+const Name = Type.String({ minLength: 1, maxLength: 255, description: 'Name of the rule' });
+
+/**
+ * An earning rule as the API returns it. The unions are discriminated by `type` constants, so
+ * Fastify's serializer picks the right branch and emits only that branch's keys
+ * (`reward_value` never carries both `variable` and `fixed`). Bounds live on the input schema.
+ */
+export const EarningRule = Type.Object({
+  id: Type.Integer({ description: 'Identifier of the rule' }),
+  name: Type.String({ description: 'Name of the rule' }),
+  image_url: output.url('Image of the rule'),
+  action_text: output.ActionText,
+  action_url: output.ActionUrl,
+  restricted_to_vip_tier_ids: Type.Array(Type.Integer(), {
+    description: 'VIP tiers the rule is restricted to; `[]` means every tier',
+  }),
+  reward: Reward,
+  reward_value: Type.Union([output.VariableRewardValue, output.FixedRewardValue], {
+    description: 'Value of the reward: `type` and the object of that type only',
+  }),
+  earning_limit: Type.Union([output.RollingEarningLimit, output.LifetimeEarningLimit, Type.Null()], {
+    description: 'Limit on earning; null: no limit',
+  }),
+});
+export type EarningRule = Static<typeof EarningRule>;
+export type RewardValue = EarningRule['reward_value'];
+export type EarningLimit = EarningRule['earning_limit'];
+
+/** A rule as the administration CLI shows it: the API fields plus whether it is listed. */
+export type StoredEarningRule = EarningRule & { enabled: boolean };
+
+export const PageMetadata = Type.Object({
+  next_cursor: Type.String({ description: 'Cursor of the next (older) page; "" when there is none' }),
+  previous_cursor: Type.String({ description: 'Cursor of the previous (newer) page; "" when there is none' }),
+});
+
+export const EarningRulesPage = Type.Object(
+  { earning_rules: Type.Array(EarningRule), metadata: PageMetadata },
+  { description: 'A page of enabled earning rules, id descending' },
+);
+export type EarningRulesPage = Static<typeof EarningRulesPage>;
+
+export const MAX_LIMIT = 250;
+export const DEFAULT_LIMIT = 50;
+
+export const EarningRulesQuery = Type.Object({
+  limit: Type.Optional(
+    Type.Integer({
+      minimum: 1,
+      maximum: MAX_LIMIT,
+      default: DEFAULT_LIMIT,
+      description: 'Most rules to return, 1 to 250 (default 50)',
+    }),
+  ),
+  cursor: Type.Optional(
+    Type.String({
+      description:
+        '`next_cursor` or `previous_cursor` of an earlier response; omit for the first page. ' +
+        'An empty value is refused (`""` in metadata means there is no such page).',
+    }),
+  ),
+});
+export type EarningRulesQuery = Static<typeof EarningRulesQuery>;
+
+/**
+ * One of `branches`, chosen by the value of their `type` constant, for validating input. An
+ * `anyOf` would report every branch's failures ("variable is required" for a bad fixed value);
+ * if/then reports only the failures of the branch the input names.
+ */
+function byType<T>(branches: TObject[], options: { nullable?: boolean } = {}): TUnsafe<T> {
+  const typeOf = (branch: TObject) => (branch.properties.type as unknown as { const: string }).const;
+  return Type.Unsafe<T>({
+    type: options.nullable ? ['object', 'null'] : 'object',
+    required: ['type'],
+    properties: { type: { enum: branches.map(typeOf) } },
+    // The condition is an object with that `type`, so null and a missing type apply no branch.
+    allOf: branches.map((branch) =>
+      Type.Dependent(Type.Object({ type: Type.Literal(typeOf(branch)) }), branch, Type.Unknown()),
+    ),
+  } as unknown as TSchema);
+}
+
+/**
+ * One rule of `loyalty earning-rules create`: the API fields without `id`, plus `enabled`.
+ * `action_text`, `action_url` default to null, `restricted_to_vip_tier_ids` to `[]`,
+ * `earning_limit` to null (no limit) and `enabled` to true.
+ */
+export const EarningRuleInput = Type.Object(
+  {
+    name: Name,
+    image_url: input.url('Image of the rule'),
+    action_text: Type.Optional(input.ActionText),
+    action_url: Type.Optional(input.ActionUrl),
+    restricted_to_vip_tier_ids: Type.Optional(VipTierIds),
+    reward: Reward,
+    reward_value: byType<RewardValue>([input.VariableRewardValue, input.FixedRewardValue]),
+    earning_limit: Type.Optional(
+      byType<EarningLimit>([input.RollingEarningLimit, input.LifetimeEarningLimit], { nullable: true }),
+    ),
+    enabled: Type.Optional(Type.Boolean({ description: 'Listed by GET /v1/earning_rules (default true)' })),
+  },
+  { additionalProperties: false },
+);
+export type EarningRuleInput = Static<typeof EarningRuleInput>;
+
+export const EarningRuleInputList = Type.Array(EarningRuleInput);
