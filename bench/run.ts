@@ -1,0 +1,450 @@
+// `npm run bench`: every scenario of docs/benchmarks.md in one run, with autocannon, and the
+// report written from the figures. Settings: BENCH_DURATION (s, default 10), BENCH_WARMUP (s, 3),
+// BENCH_RUNS (3), BENCH_DATABASE_URL (PostgreSQL; default the local test database),
+// BENCH_ENGINES ("sqlite,postgres"), BENCH_QUICK=1 (2 s, 1 run: checks the harness only).
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { cpus, totalmem } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import autocannon from 'autocannon';
+import pg from 'pg';
+import { type BenchData, seed } from './seed.js';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const quick = process.env.BENCH_QUICK === '1';
+const DURATION = Number(process.env.BENCH_DURATION ?? (quick ? 2 : 10));
+const WARMUP = Number(process.env.BENCH_WARMUP ?? (quick ? 1 : 3));
+const RUNS = Number(process.env.BENCH_RUNS ?? (quick ? 1 : 3));
+const CONNECTIONS = 50;
+const FIXED_RATE = 2000;
+const PG_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+const ENGINES = (process.env.BENCH_ENGINES ?? 'sqlite,postgres').split(',') as Engine[];
+const DATA_DIR = join(ROOT, 'bench', '.data');
+const log = (line: string) => process.stdout.write(`${line}\n`);
+
+type Engine = 'sqlite' | 'postgres';
+
+interface Figures {
+  rps: number;
+  p50: number;
+  p99: number;
+  errors: number;
+  non2xx: number;
+}
+
+interface Row extends Figures {
+  name: string;
+  runs: number[];
+}
+
+interface Server {
+  url: string;
+  pids: () => number[];
+  stop(): Promise<void>;
+}
+
+// ---------------------------------------------------------------------------------------------
+// processes
+
+/** Starts a process and resolves once it has printed `ready` `count` times. */
+function startProcess(
+  command: string[],
+  env: Record<string, string>,
+  ready: RegExp,
+  count = 1,
+): Promise<{ child: ChildProcess; port: number }> {
+  const child = spawn(process.execPath, command, {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${command.join(' ')} did not start:\n${output}`)), 60_000);
+    const onData = (chunk: Buffer) => {
+      output += chunk;
+      const matches = [...output.matchAll(new RegExp(ready, 'g'))];
+      if (matches.length >= count) {
+        clearTimeout(timer);
+        child.stdout?.off('data', onData);
+        child.stdout?.resume();
+        child.stderr?.resume();
+        resolve({ child, port: Number(matches[0]?.[1]) });
+      }
+    };
+    child.stdout?.on('data', onData);
+    child.stderr?.on('data', (chunk) => {
+      output += chunk;
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`${command.join(' ')} exited with ${code}:\n${output}`));
+    });
+  });
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const address = probe.address();
+      probe.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
+    });
+  });
+}
+
+function childPids(pid: number): number[] {
+  try {
+    const children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8')
+      .trim()
+      .split(/\s+/)
+      .filter(Boolean)
+      .map(Number);
+    return [pid, ...children];
+  } catch {
+    return [pid];
+  }
+}
+
+/** Peak resident memory (VmHWM) of a process, in MiB. */
+function peakRssMiB(pid: number): number {
+  try {
+    const match = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return match ? Number(match[1]) / 1024 : 0;
+  } catch {
+    return 0;
+  }
+}
+
+async function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return;
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.kill('SIGTERM');
+  await exited;
+}
+
+async function startService(databaseUrl: string, workers: number): Promise<Server> {
+  const port = await freePort();
+  const child = spawn(process.execPath, ['dist/server.js'], {
+    cwd: ROOT,
+    env: {
+      PATH: process.env.PATH ?? '',
+      DATABASE_URL: databaseUrl,
+      WORKERS: String(workers),
+      RATE_LIMIT_PER_SECOND: '0',
+      AUTH_FAILURES_PER_MINUTE: '0',
+      // The same level as the ceiling: no line per request (see docs/benchmarks.md).
+      LOG_LEVEL: 'warn',
+      PORT: String(port),
+    },
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  const url = `http://127.0.0.1:${port}`;
+  // Ready when every worker runs and the port answers.
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`the server exited with ${child.exitCode}`);
+    if (Date.now() > deadline) throw new Error('the server did not start in 60 s');
+    const processes = childPids(child.pid ?? 0).length;
+    const answers = await fetch(`${url}/healthz`).then(
+      (r) => r.ok,
+      () => false,
+    );
+    if (answers && processes >= (workers > 1 ? workers + 1 : 1)) break;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  if (workers > 1) await new Promise((resolve) => setTimeout(resolve, 1000));
+  return { url, pids: () => childPids(child.pid ?? 0), stop: () => stopChild(child) };
+}
+
+// ---------------------------------------------------------------------------------------------
+// load
+
+async function load(options: autocannon.Options): Promise<Figures> {
+  const result = await autocannon({ connections: CONNECTIONS, ...options });
+  return {
+    rps: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    errors: result.errors + result.timeouts,
+    non2xx: result.non2xx,
+  };
+}
+
+const median = (values: number[]) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? (sorted[mid] ?? 0) : ((sorted[mid - 1] ?? 0) + (sorted[mid] ?? 0)) / 2;
+};
+
+/** A warm-up, then RUNS measured runs; the row holds the medians. */
+async function measure(name: string, options: () => autocannon.Options): Promise<Row> {
+  await load({ ...options(), duration: WARMUP });
+  const runs: Figures[] = [];
+  for (let i = 0; i < RUNS; i++) runs.push(await load({ ...options(), duration: DURATION }));
+  const row: Row = {
+    name,
+    runs: runs.map((r) => r.rps),
+    rps: median(runs.map((r) => r.rps)),
+    p50: median(runs.map((r) => r.p50)),
+    p99: median(runs.map((r) => r.p99)),
+    errors: runs.reduce((sum, r) => sum + r.errors, 0),
+    non2xx: runs.reduce((sum, r) => sum + r.non2xx, 0),
+  };
+  log(
+    `    ${name}: ${row.rps.toFixed(0)} req/s (runs ${row.runs.map((r) => r.toFixed(0)).join(', ')}), p50 ${row.p50} ms, p99 ${row.p99} ms${row.errors + row.non2xx ? `, ${row.errors} errors, ${row.non2xx} non-2xx` : ''}`,
+  );
+  return row;
+}
+
+const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
+
+/** The cursor of page `n` (1-based) of an account's rules, found by walking. */
+async function cursorOfPage(url: string, key: string, n: number): Promise<string> {
+  let cursor = '';
+  for (let page = 1; page < n; page++) {
+    const response = await fetch(`${url}/v1/earning_rules?limit=50${cursor ? `&cursor=${cursor}` : ''}`, {
+      headers: bearer(key),
+    });
+    const body = (await response.json()) as { metadata: { next_cursor: string } };
+    cursor = body.metadata.next_cursor;
+    if (!cursor) throw new Error(`the account has fewer than ${n} pages`);
+  }
+  return cursor;
+}
+
+let sequence = 0;
+/** Half creates (new distinct_id and email), half updates of existing identities. */
+function createOrUpdate(url: string, account: BenchData['base']): autocannon.Options {
+  const run = ++sequence;
+  let i = 0;
+  return {
+    url,
+    requests: [
+      {
+        method: 'POST',
+        path: '/v1/customer_identities/create_or_update',
+        headers: { ...bearer(account.accessToken), 'content-type': 'application/json' },
+        setupRequest: (request) => {
+          const n = i++;
+          const identity =
+            n % 2 === 0
+              ? {
+                  distinct_id: `new-${run}-${n}`,
+                  email: `new-${run}-${n}@bench.example`,
+                  first_name: 'New',
+                  properties: { n },
+                }
+              : {
+                  distinct_id: account.existingDistinctIds(n * 7919),
+                  email: `updated-${n}@bench.example`,
+                  properties: { n },
+                };
+          return { ...request, body: JSON.stringify({ customer_identity: identity }) };
+        },
+      },
+    ],
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// the run
+
+interface EngineResult {
+  engine: Engine;
+  workers: Record<number, { rows: Row[]; memory: number[] }>;
+  scale?: Row[];
+  fixedRate?: Row[];
+}
+
+async function prepareDatabase(engine: Engine): Promise<string> {
+  if (engine === 'sqlite') {
+    rmSync(DATA_DIR, { recursive: true, force: true });
+    mkdirSync(DATA_DIR, { recursive: true });
+    return `sqlite:${join(DATA_DIR, 'bench.db')}`;
+  }
+  const client = new pg.Client({ connectionString: PG_URL });
+  await client.connect();
+  await client.query('drop schema if exists loyalty_bench cascade');
+  await client.query('create schema loyalty_bench');
+  await client.end();
+  const url = new URL(PG_URL);
+  url.searchParams.set('options', '-c search_path=loyalty_bench');
+  return url.toString();
+}
+
+async function benchEngine(engine: Engine, pageFile: string): Promise<EngineResult> {
+  log(`\n== ${engine}: seeding`);
+  const databaseUrl = await prepareDatabase(engine);
+  const data = await seed(databaseUrl, log, quick ? 20_000 : 1_000_000);
+  const result: EngineResult = { engine, workers: {} };
+
+  for (const workers of [1, 2]) {
+    log(`== ${engine}, WORKERS=${workers}`);
+    const server = await startService(databaseUrl, workers);
+    try {
+      if (engine === 'sqlite' && workers === 1) {
+        // The same 50 rules the ceiling and json-server serve.
+        const first = await fetch(`${server.url}/v1/earning_rules?limit=50`, { headers: bearer(data.base.apiKey) });
+        writeFileSync(pageFile, await first.text());
+      }
+      const deep = await cursorOfPage(server.url, data.base.apiKey, 100);
+      const rows = [
+        await measure('earning_rules first page', () => ({
+          url: `${server.url}/v1/earning_rules?limit=50`,
+          headers: bearer(data.base.apiKey),
+        })),
+        await measure('earning_rules page 100', () => ({
+          url: `${server.url}/v1/earning_rules?limit=50&cursor=${deep}`,
+          headers: bearer(data.base.apiKey),
+        })),
+        await measure('referral_settings', () => ({
+          url: `${server.url}/v1/referral_settings`,
+          headers: bearer(data.base.apiKey),
+        })),
+        await measure('create_or_update (half new)', () => createOrUpdate(server.url, data.base)),
+      ];
+      const memory = server.pids().map(peakRssMiB);
+      result.workers[workers] = { rows, memory };
+
+      if (workers === 1) {
+        log(`== ${engine}: scale (1,000,000 identities and 10,000 rules vs an empty account)`);
+        result.scale = [
+          await measure('create_or_update, empty account', () => createOrUpdate(server.url, data.empty)),
+          await measure('create_or_update, 1M identities', () => createOrUpdate(server.url, data.large)),
+          await measure('earning_rules first page, empty account', () => ({
+            url: `${server.url}/v1/earning_rules?limit=50`,
+            headers: bearer(data.empty.apiKey),
+          })),
+          await measure('earning_rules first page, 10,000 rules', () => ({
+            url: `${server.url}/v1/earning_rules?limit=50`,
+            headers: bearer(data.large.apiKey),
+          })),
+        ];
+        log(`== ${engine}: fixed rate ${FIXED_RATE} req/s`);
+        result.fixedRate = [
+          await measure('earning_rules first page', () => ({
+            url: `${server.url}/v1/earning_rules?limit=50`,
+            headers: bearer(data.base.apiKey),
+            overallRate: FIXED_RATE,
+          })),
+          await measure('earning_rules page 100', () => ({
+            url: `${server.url}/v1/earning_rules?limit=50&cursor=${deep}`,
+            headers: bearer(data.base.apiKey),
+            overallRate: FIXED_RATE,
+          })),
+          await measure('referral_settings', () => ({
+            url: `${server.url}/v1/referral_settings`,
+            headers: bearer(data.base.apiKey),
+            overallRate: FIXED_RATE,
+          })),
+        ];
+      }
+    } finally {
+      await server.stop();
+    }
+  }
+  return result;
+}
+
+async function benchPeers(
+  pageFile: string,
+): Promise<{ ceiling: Row; ceilingFixed: Row; jsonServer: Row; memory: Record<string, number> }> {
+  log('\n== the ceiling: the same stack from memory');
+  const ceiling = await startProcess(
+    ['dist-bench/bench/ceiling.js'],
+    { PAGE_FILE: pageFile, LOG_LEVEL: 'warn' },
+    /listening (\d+)/,
+  );
+  let ceilingRow: Row;
+  let ceilingFixed: Row;
+  const memory: Record<string, number> = {};
+  try {
+    const url = `http://127.0.0.1:${ceiling.port}/v1/earning_rules?limit=50`;
+    ceilingRow = await measure('ceiling', () => ({ url }));
+    ceilingFixed = await measure(`ceiling at ${FIXED_RATE} req/s`, () => ({ url, overallRate: FIXED_RATE }));
+    memory.ceiling = peakRssMiB(ceiling.child.pid ?? 0);
+  } finally {
+    await stopChild(ceiling.child);
+  }
+
+  log('== json-server 0.17.4 with the same 50 rules');
+  const db = join(DATA_DIR, 'json-server-db.json');
+  const page = JSON.parse(readFileSync(pageFile, 'utf8')) as { earning_rules: unknown[] };
+  writeFileSync(db, JSON.stringify({ earning_rules: page.earning_rules }));
+  const port = await freePort();
+  const peer = await startProcess(
+    ['node_modules/json-server/lib/cli/bin.js', '--host', '127.0.0.1', '--port', String(port), db],
+    {},
+    /Home/,
+  );
+  let jsonServerRow: Row;
+  try {
+    jsonServerRow = await measure('json-server', () => ({ url: `http://127.0.0.1:${port}/earning_rules` }));
+    memory['json-server'] = peakRssMiB(peer.child.pid ?? 0);
+  } finally {
+    await stopChild(peer.child);
+  }
+  return { ceiling: ceilingRow, ceilingFixed, jsonServer: jsonServerRow, memory };
+}
+
+async function postgresVersion(): Promise<string | null> {
+  try {
+    const client = new pg.Client({ connectionString: PG_URL });
+    await client.connect();
+    const { rows } = await client.query<{ server_version: string }>('show server_version');
+    await client.end();
+    return rows[0]?.server_version ?? null;
+  } catch {
+    return null;
+  }
+}
+
+async function main(): Promise<void> {
+  const started = new Date();
+  mkdirSync(DATA_DIR, { recursive: true });
+  const pageFile = join(ROOT, 'bench', '.page.json');
+  const engines: EngineResult[] = [];
+  const pgVersion = await postgresVersion();
+  const skipped: string[] = [];
+  for (const engine of ENGINES) {
+    if (engine === 'postgres' && !pgVersion) {
+      skipped.push(`PostgreSQL: nothing answers at ${PG_URL} (set BENCH_DATABASE_URL)`);
+      continue;
+    }
+    engines.push(await benchEngine(engine, pageFile));
+    if (engine === 'sqlite') rmSync(join(DATA_DIR, 'bench.db'), { force: true });
+  }
+  const peers = await benchPeers(pageFile);
+  const { writeReport } = await import('./report.js');
+  const file = writeReport({
+    started,
+    finished: new Date(),
+    settings: {
+      duration: DURATION,
+      warmup: WARMUP,
+      runs: RUNS,
+      connections: CONNECTIONS,
+      fixedRate: FIXED_RATE,
+      quick,
+    },
+    machine: {
+      cpu: `${cpus().length} × ${cpus()[0]?.model ?? 'unknown'}`,
+      memoryGiB: Math.round(totalmem() / 2 ** 30),
+      node: process.version,
+      postgres: pgVersion,
+    },
+    engines,
+    peers,
+    skipped,
+  });
+  rmSync(DATA_DIR, { recursive: true, force: true });
+  log(`\nwrote ${file}`);
+}
+
+await main();
+
+export type { EngineResult, Row };

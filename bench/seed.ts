@@ -1,0 +1,125 @@
+// Data for the benchmark: accounts with credentials, settings and rules through the services
+// (so every row is valid), and bulk identities through one SQL statement per table.
+import { sql } from 'kysely';
+import { ALL_SCOPES } from '../src/auth/scopes.js';
+import { systemClock } from '../src/clock.js';
+import { createServices, type Services } from '../src/services.js';
+import { type Db, openDb } from '../src/storage/db.js';
+import { migrateToLatest } from '../src/storage/migrator.js';
+
+export interface BenchAccount {
+  accountId: number;
+  apiKey: string;
+  accessToken: string;
+  /** distinct_ids that exist, for the update half of create_or_update. */
+  existingDistinctIds: (i: number) => string;
+  existingCount: number;
+}
+
+export interface BenchData {
+  /** 5,100 rules (so page 100 exists), 1,000 identities. */
+  base: BenchAccount;
+  /** 50 rules, 1,000 identities: the "empty" account of the scale comparison. */
+  empty: BenchAccount;
+  /** 10,000 rules and 1,000,000 identities. */
+  large: BenchAccount;
+}
+
+const REFERRAL_SETTINGS = {
+  status: 'active',
+  sender_reward: {
+    name: '$5 off coupon',
+    image: { url: 'https://cdn.example.com/5-off.png', content_type: 'image/png' },
+  },
+  receiver_reward: { name: '10% off', image: { url: 'https://cdn.example.com/10.png', content_type: 'image/png' } },
+};
+
+/** A rule of each shape in turn, so pages hold every serialisation branch. */
+function rule(i: number): Record<string, unknown> {
+  const limits = [
+    null,
+    { max: 1, type: 'lifetime' },
+    { max: 3, type: 'rolling', rolling: { unit: 'month', unit_count: 1 } },
+  ];
+  return {
+    name: `Rule ${i}`,
+    image_url: `https://cdn.example.com/earning/${i}.svg`,
+    action_text: i % 2 === 0 ? null : 'Do it',
+    action_url: i % 2 === 0 ? null : `https://shop.example.com/action/${i}`,
+    restricted_to_vip_tier_ids: i % 5 === 0 ? [1, 2] : [],
+    reward: { type: 'points' },
+    reward_value:
+      i % 2 === 0
+        ? { type: 'variable', variable: { value: 1, per_amount: 1 } }
+        : { type: 'fixed', fixed: { value: 50 } },
+    earning_limit: limits[i % 3],
+  };
+}
+
+async function createRules(services: Services, accountId: number, count: number): Promise<void> {
+  for (let start = 0; start < count; start += 1000) {
+    const batch = Array.from({ length: Math.min(1000, count - start) }, (_, i) => rule(start + i));
+    await services.earningRules.create(accountId, batch);
+  }
+}
+
+/** Inserts `count` customers and one identity each, `${prefix}-${n}`, in two statements. */
+async function bulkIdentities(db: Db, accountId: number, prefix: string, count: number): Promise<void> {
+  const now = Date.now();
+  const series =
+    db.dialect === 'postgres'
+      ? sql`select n from generate_series(1, ${count}) as n`
+      : sql`with recursive s(n) as (select 1 union all select n + 1 from s where n < ${count}) select n from s`;
+  await sql`insert into customers (account_id, email, email_normalized, first_name, last_name, created_at, updated_at)
+    select ${accountId}, ${`${prefix}-`} || n || '@bench.example', ${`${prefix}-`} || n || '@bench.example', 'Bench', null, ${now}, ${now}
+    from (${series}) as series`.execute(db.kysely);
+  await sql`insert into customer_identities (account_id, customer_id, distinct_id, email, first_name, last_name, properties, created_at, updated_at)
+    select account_id, id, replace(email, '@bench.example', ''), email, first_name, last_name, '{}', created_at, updated_at
+    from customers where account_id = ${accountId}`.execute(db.kysely);
+}
+
+async function account(
+  services: Services,
+  db: Db,
+  name: string,
+  rules: number,
+  identities: number,
+  log: (line: string) => void,
+): Promise<BenchAccount> {
+  const created = await services.accounts.create(name);
+  await services.referralSettings.set(created.id, REFERRAL_SETTINGS);
+  const started = Date.now();
+  await createRules(services, created.id, rules);
+  await bulkIdentities(db, created.id, `a${created.id}`, identities);
+  log(`  ${name}: ${rules} rules, ${identities} identities in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  const key = await services.credentials.createApiKey(created.id, ALL_SCOPES);
+  const app = await services.apps.create({ name: `${name} app` });
+  const token = await services.credentials.issueAccessToken({
+    accountId: created.id,
+    clientId: app.client_id,
+    ttlSeconds: 86_400,
+  });
+  return {
+    accountId: created.id,
+    apiKey: key.key,
+    accessToken: token.access_token,
+    existingDistinctIds: (i) => `a${created.id}-${(i % identities) + 1}`,
+    existingCount: identities,
+  };
+}
+
+/** Creates the benchmark's accounts in a fresh database at `url`. */
+export async function seed(url: string, log: (line: string) => void, largeIdentities = 1_000_000): Promise<BenchData> {
+  const db = openDb(url, { sqliteSynchronous: 'NORMAL', poolMax: 4 });
+  try {
+    await migrateToLatest(db);
+    const services = createServices(db, { clock: systemClock, accessTokenTtlSeconds: 86_400 });
+    const base = await account(services, db, 'Bench base', 5100, 1000, log);
+    const empty = await account(services, db, 'Bench empty', 50, 1000, log);
+    const large = await account(services, db, 'Bench large', 10_000, largeIdentities, log);
+    if (db.dialect === 'postgres') await sql`analyze`.execute(db.kysely);
+    return { base, empty, large };
+  } finally {
+    await db.close();
+  }
+}
