@@ -19,6 +19,9 @@ const BOTH_ENGINES = [
   'test/customer-identities/**/*.test.ts',
   'test/earning-rules/**/*.test.ts',
   'test/scale/**/*.test.ts',
+  'test/reliability/**/*.test.ts',
+  'test/oauth/**/*.test.ts',
+  'test/users/**/*.test.ts',
 ];
 
 export default defineConfig({

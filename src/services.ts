@@ -4,8 +4,11 @@ import { CredentialsService } from './auth/service.js';
 import type { Clock } from './clock.js';
 import { CustomerIdentitiesService } from './customer-identities/service.js';
 import { EarningRulesService } from './earning-rules/service.js';
+import { OAuthService } from './oauth/service.js';
+import { SessionsService } from './oauth/sessions.js';
 import { ReferralSettingsService } from './referral-settings/service.js';
 import type { Db } from './storage/db.js';
+import { UsersService } from './users/service.js';
 
 /** The services both front doors (HTTP routes and the `loyalty` CLI) call. */
 export interface Services {
@@ -15,6 +18,9 @@ export interface Services {
   referralSettings: ReferralSettingsService;
   customerIdentities: CustomerIdentitiesService;
   earningRules: EarningRulesService;
+  users: UsersService;
+  sessions: SessionsService;
+  oauth: OAuthService;
 }
 
 export interface ServiceOptions {
@@ -26,6 +32,7 @@ export function createServices(db: Db, options: ServiceOptions): Services {
   const { clock } = options;
   const accounts = new AccountsService(db.kysely, clock);
   const apps = new AppsService(db.kysely, clock);
+  const users = new UsersService(db.kysely, clock, accounts);
   return {
     accounts,
     apps,
@@ -33,5 +40,8 @@ export function createServices(db: Db, options: ServiceOptions): Services {
     referralSettings: new ReferralSettingsService(db.kysely, clock, accounts),
     customerIdentities: new CustomerIdentitiesService(db, clock, accounts),
     earningRules: new EarningRulesService(db, clock, accounts),
+    users,
+    sessions: new SessionsService(db.kysely, clock, users, accounts),
+    oauth: new OAuthService(db.kysely, clock, apps, options.accessTokenTtlSeconds),
   };
 }

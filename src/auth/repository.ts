@@ -44,3 +44,14 @@ export async function revokeAccessTokenByHash(db: Kysely<Database>, hash: string
     .executeTakeFirst();
   return result.numUpdatedRows > 0n;
 }
+
+/** Marks the access token with this id revoked (once); false when it was unknown or already revoked. */
+export async function revokeAccessTokenById(db: Kysely<Database>, id: number, now: number): Promise<boolean> {
+  const result = await db
+    .updateTable('access_tokens')
+    .set({ revoked_at: now })
+    .where('id', '=', id)
+    .where('revoked_at', 'is', null)
+    .executeTakeFirst();
+  return result.numUpdatedRows > 0n;
+}

@@ -8,6 +8,7 @@ import { registerEarningRuleCommands } from './commands/earning-rules.js';
 import { registerMigrateCommand } from './commands/migrate.js';
 import { registerReferralSettingsCommands } from './commands/referral-settings.js';
 import { registerTokenCommands } from './commands/tokens.js';
+import { registerUserCommands } from './commands/users.js';
 
 /** The `loyalty` admin command: every subcommand calls the same services as the HTTP routes. */
 export function buildProgram(): Command {
@@ -26,6 +27,7 @@ export function buildProgram(): Command {
   registerReferralSettingsCommands(program);
   registerEarningRuleCommands(program);
   registerCustomerCommands(program);
+  registerUserCommands(program);
   registerMigrateCommand(program);
   registerDemoCommand(program);
   return program;

@@ -14,6 +14,12 @@ export interface Database {
   referral_settings: ReferralSettingsTable;
   earning_rules: EarningRulesTable;
   server_secrets: ServerSecretsTable;
+  users: UsersTable;
+  oauth_sessions: OAuthSessionsTable;
+  oauth_sign_in_failures: OAuthSignInFailuresTable;
+  oauth_grants: OAuthGrantsTable;
+  oauth_codes: OAuthCodesTable;
+  oauth_refresh_tokens: OAuthRefreshTokensTable;
 }
 
 export interface AccountsTable {
@@ -128,6 +134,71 @@ export interface ServerSecretsTable {
   created_at: number;
 }
 
+export interface UsersTable {
+  id: Generated<number>;
+  account_id: number;
+  email: string;
+  /** Trimmed, lower-cased email: unique across users. */
+  email_normalized: string;
+  /** `scrypt$log2N$r$p$salt$key` (base64): the parameters travel with the hash. */
+  password_hash: string;
+  created_at: number;
+}
+
+export interface OAuthSessionsTable {
+  id: Generated<number>;
+  /** SHA-256 of the session id in the cookie, hex. */
+  session_hash: string;
+  /** Null until the merchant signs in. */
+  user_id: number | null;
+  created_at: number;
+  expires_at: number;
+}
+
+export interface OAuthSignInFailuresTable {
+  /** `email:<sha256>` or `ip:<address>`. */
+  key: string;
+  failures: number;
+  window_started_at: number;
+}
+
+export interface OAuthGrantsTable {
+  id: Generated<number>;
+  account_id: number;
+  app_id: number;
+  user_id: number;
+  /** The scopes the merchant approved, space-separated. */
+  scopes: string;
+  created_at: number;
+  revoked_at: number | null;
+}
+
+export interface OAuthCodesTable {
+  id: Generated<number>;
+  /** SHA-256 of the authorization code, hex. */
+  code_hash: string;
+  grant_id: number;
+  redirect_uri: string;
+  code_challenge: string | null;
+  code_challenge_method: string | null;
+  created_at: number;
+  expires_at: number;
+  used_at: number | null;
+}
+
+export interface OAuthRefreshTokensTable {
+  id: Generated<number>;
+  /** SHA-256 of the refresh token, hex. */
+  token_hash: string;
+  grant_id: number;
+  /** The access token issued together with this refresh token. */
+  access_token_id: number | null;
+  scopes: string;
+  created_at: number;
+  expires_at: number;
+  revoked_at: number | null;
+}
+
 export type AccountRow = Selectable<AccountsTable>;
 export type ApiKeyRow = Selectable<ApiKeysTable>;
 export type AppRow = Selectable<AppsTable>;
@@ -139,3 +210,8 @@ export type CustomerIdentityUpdate = Updateable<CustomerIdentitiesTable>;
 export type ReferralSettingsRow = Selectable<ReferralSettingsTable>;
 export type EarningRuleRow = Selectable<EarningRulesTable>;
 export type NewEarningRule = Insertable<EarningRulesTable>;
+export type UserRow = Selectable<UsersTable>;
+export type OAuthSessionRow = Selectable<OAuthSessionsTable>;
+export type OAuthGrantRow = Selectable<OAuthGrantsTable>;
+export type OAuthCodeRow = Selectable<OAuthCodesTable>;
+export type OAuthRefreshTokenRow = Selectable<OAuthRefreshTokensTable>;

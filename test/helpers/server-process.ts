@@ -41,7 +41,11 @@ export async function startServer(
     output += chunk;
   });
   const port = await new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start in ${timeoutMs} ms:\n${output}`)), timeoutMs);
+    const timer = setTimeout(() => {
+      // Nobody gets a handle on a server that never came up, so it is stopped here.
+      child.kill('SIGKILL');
+      reject(new Error(`server did not start in ${timeoutMs} ms:\n${output}`));
+    }, timeoutMs);
     const onData = () => {
       const match = /Server listening at https?:\/\/[^\s"]+:(\d+)/.exec(output);
       if (match) {

@@ -1,0 +1,94 @@
+import type { Command } from 'commander';
+import { DomainError } from '../../errors.js';
+import { lines, parseId, run } from '../context.js';
+
+/** Piped passwords: only the first line counts; more than this is not a password. */
+const MAX_STDIN_BYTES = 64 * 1024;
+
+export function registerUserCommands(program: Command): void {
+  const users = program.command('users').description('merchant users (they sign in to approve OAuth apps)');
+  users
+    .command('create')
+    .description(
+      'create a user of an account; the password is prompted for (without echo) on a terminal, ' +
+        'or read from the first line of stdin when piped',
+    )
+    .requiredOption('--account <id>', 'the account the user belongs to')
+    .requiredOption('--email <email>', 'the email the user signs in with (unique across users)')
+    .action((opts: { account: string; email: string }, cmd: Command) =>
+      run(
+        cmd,
+        async ({ services }) => {
+          const accountId = parseId(opts.account, 'account');
+          await services.accounts.require(accountId);
+          const password = await readPassword();
+          return services.users.create(accountId, { email: opts.email, password });
+        },
+        (u) => lines({ id: u.id, account_id: u.account_id, email: u.email }),
+      ),
+    );
+}
+
+/** The password: typed at a hidden prompt (twice) on a terminal, else the first line of stdin. */
+async function readPassword(): Promise<string> {
+  if (process.stdin.isTTY) {
+    const password = await promptHidden('Password: ');
+    const again = await promptHidden('Repeat the password: ');
+    if (password !== again) throw passwordError('the two passwords differ');
+    return password;
+  }
+  const input = await readStdin();
+  const first = input.split(/\r?\n/)[0] ?? '';
+  if (first === '') throw passwordError('is required: pipe it as the first line of stdin, or run on a terminal');
+  return first;
+}
+
+function passwordError(message: string): DomainError {
+  return new DomainError('invalid_parameter', `password ${message}`, [{ field: 'password', message }]);
+}
+
+async function readStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of process.stdin) {
+    const buffer = Buffer.isBuffer(chunk) ? chunk : Buffer.from(String(chunk));
+    size += buffer.length;
+    if (size > MAX_STDIN_BYTES) throw passwordError('input on stdin is too long');
+    chunks.push(buffer);
+    // The first line is all we need; stop waiting for the end of a long or endless stream.
+    if (buffer.includes(0x0a)) break;
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/**
+ * Reads a line from the terminal without echoing it. The prompt goes to stderr so that stdout
+ * carries only the result (one JSON value with --json).
+ */
+function promptHidden(prompt: string): Promise<string> {
+  const stdin = process.stdin;
+  process.stderr.write(prompt);
+  stdin.setRawMode(true);
+  stdin.resume();
+  stdin.setEncoding('utf8');
+  return new Promise((resolve, reject) => {
+    let typed = '';
+    const finish = (error: Error | null) => {
+      stdin.setRawMode(false);
+      stdin.pause();
+      stdin.removeListener('data', onData);
+      process.stderr.write('\n');
+      if (error) reject(error);
+      else resolve(typed);
+    };
+    const onData = (data: string) => {
+      for (const char of data) {
+        if (char === '\r' || char === '\n' || char === '\u0004') return finish(null);
+        if (char === '\u0003') return finish(new DomainError('invalid_request', 'cancelled'));
+        if (char === '\u007f' || char === '\b') typed = [...typed].slice(0, -1).join('');
+        else if (char >= ' ') typed += char;
+      }
+    };
+    stdin.on('data', onData);
+  });
+}

@@ -1,0 +1,317 @@
+import cookie from '@fastify/cookie';
+import formbody from '@fastify/formbody';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
+import { toDomainError } from '../http/errors.js';
+import { consentPage, errorPage, signInPage } from './pages.js';
+import { type AuthorizeParams, pickAuthorizeParams } from './params.js';
+import type { AuthorizeRedirectOrError, EndpointResult } from './service.js';
+import { SESSION_TTL_SECONDS, type Session } from './sessions.js';
+
+const SESSION_COOKIE = 'loyalty_oauth_session';
+/** Endpoints that answer RFC 6749 JSON errors; the others are pages and answer HTML. */
+const JSON_ENDPOINTS = new Set(['/oauth2/token', '/oauth2/revoke']);
+const GENERIC_FAILURE = 'The server could not complete the request; try again shortly.';
+const CANNOT_CONTINUE = 'This request cannot be completed';
+
+// Every parameter is an optional string: unknown ones are ignored (RFC 6749 3.1), a repeated one
+// arrives as an array and fails validation (RFC 6749 3.1: parameters must not repeat).
+const Param = (description?: string) => Type.Optional(Type.String({ maxLength: 2048, description }));
+const authorizeParams = {
+  client_id: Param('The app’s client_id'),
+  redirect_uri: Param('Exactly one of the redirect URIs registered for the app'),
+  response_type: Param('`code`'),
+  scope: Param('Space-separated scopes; omitted: every scope the app is registered for'),
+  state: Param('Opaque value returned to the app unchanged (required)'),
+  code_challenge: Param('PKCE (RFC 7636): BASE64URL(SHA256(code_verifier)); required for public apps'),
+  code_challenge_method: Param('`S256` (the default); `plain` is refused'),
+};
+const AuthorizeQuery = Type.Object(authorizeParams);
+const csrf = { csrf_token: Param() };
+const SignInBody = Type.Object({
+  ...authorizeParams,
+  ...csrf,
+  email: Param(),
+  password: Type.Optional(Type.String({ maxLength: 4096 })),
+});
+const ConsentBody = Type.Object({ ...authorizeParams, ...csrf, decision: Param() });
+const SignOutBody = Type.Object({ ...authorizeParams, ...csrf });
+
+const TokenBody = Type.Object({
+  grant_type: Param('`authorization_code` or `refresh_token`'),
+  code: Param('The authorization code (grant_type=authorization_code)'),
+  redirect_uri: Param('The redirect_uri of the authorization request'),
+  code_verifier: Param('PKCE code verifier, when the authorization request had a code_challenge'),
+  refresh_token: Param('The refresh token (grant_type=refresh_token)'),
+  scope: Param('On refresh: a subset of the original scopes'),
+  client_id: Param('Public apps, or confidential apps not using HTTP Basic'),
+  client_secret: Param('Confidential apps not using HTTP Basic'),
+});
+const TokenResponse = Type.Object({
+  access_token: Type.String({ description: '`oa2_…`: the bearer credential for /v1' }),
+  token_type: Type.Literal('Bearer'),
+  expires_in: Type.Integer({ description: 'Seconds (ACCESS_TOKEN_TTL_SECONDS, default 3600)' }),
+  refresh_token: Type.String({ description: '`ort_…`, valid 30 days, single use' }),
+  scope: Type.String({ description: 'The granted scopes, space-separated' }),
+});
+const OAuthErrorBody = Type.Object({
+  error: Type.String({ description: 'RFC 6749 5.2 code: invalid_request, invalid_client, invalid_grant, …' }),
+  error_description: Type.String(),
+});
+const RevokeBody = Type.Object({
+  token: Param('An access token or a refresh token of this app'),
+  token_type_hint: Param('Ignored: the token prefix says which it is'),
+  client_id: Param(),
+  client_secret: Param(),
+});
+
+/**
+ * The OAuth 2.0 authorization server: the merchant's pages (sign in, consent) and the app's
+ * endpoints (token, revoke). An encapsulated plugin: form bodies, cookies and RFC 6749 error
+ * bodies exist here only, so /v1 keeps JSON-only bodies and the contract's error body.
+ */
+const oauthRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const { oauth, sessions } = app.services;
+  await app.register(formbody);
+  await app.register(cookie);
+
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    const domain = toDomainError(error);
+    if (domain.status >= 500) request.log.error({ err: error }, 'oauth request failed');
+    if (domain.code === 'unavailable') reply.header('retry-after', '1');
+    const message =
+      domain.status >= 500
+        ? GENERIC_FAILURE
+        : domain.code === 'unsupported_media_type'
+          ? 'Invalid request: content must be application/x-www-form-urlencoded'
+          : domain.message;
+    if (JSON_ENDPOINTS.has(request.routeOptions.url ?? '')) {
+      const status = domain.status >= 500 || domain.code === 'https_required' ? domain.status : 400;
+      const code =
+        domain.status === 503 ? 'temporarily_unavailable' : domain.status >= 500 ? 'server_error' : 'invalid_request';
+      reply.code(status).type('application/json; charset=utf-8').send({ error: code, error_description: message });
+      return;
+    }
+    sendPage(reply, domain.status, errorPage(CANNOT_CONTINUE, message));
+  });
+
+  app.addHook('onSend', async (_request, reply) => {
+    // Codes, tokens and CSRF tokens must not be cached anywhere (RFC 6749 5.1).
+    reply.header('cache-control', 'no-store');
+    reply.header('pragma', 'no-cache');
+  });
+
+  const hidden = { hide: true, tags: ['OAuth'] };
+
+  /** Sends an outcome other than "show the page": a redirect, or an error page. */
+  const sendOutcome = (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    outcome: AuthorizeRedirectOrError,
+    status: 302 | 303,
+  ) => {
+    if (outcome.failure !== undefined) {
+      request.log.error({ err: outcome.failure }, 'oauth authorization failed');
+    }
+    if (outcome.kind === 'redirect') return reply.redirect(outcome.location, status);
+    // An internal failure is 500, or 503 when the database is unreachable.
+    const failed =
+      outcome.failure === undefined ? outcome.status : toDomainError(outcome.failure as FastifyError).status;
+    return sendPage(reply, failed, errorPage(CANNOT_CONTINUE, outcome.message));
+  };
+
+  const refuseForm = (reply: FastifyReply) =>
+    sendPage(
+      reply,
+      403,
+      errorPage(
+        'This form has expired',
+        'The form was not sent from this page, or your session has ended (cookies must be enabled).',
+      ),
+    );
+
+  app.get(
+    '/oauth2/authorize',
+    {
+      schema: { ...hidden, summary: 'Authorization endpoint: sign-in and consent pages', querystring: AuthorizeQuery },
+    },
+    async (request, reply) => {
+      const params = pickAuthorizeParams(request.query);
+      let session = await sessions.find(request.cookies[SESSION_COOKIE]);
+      const outcome = await oauth.check(params, session?.user ?? null);
+      if (outcome.kind !== 'ok') return sendOutcome(request, reply, outcome, 302);
+      if (!session) {
+        session = await sessions.start();
+        setSessionCookie(request, reply, session);
+      }
+      const csrfToken = sessions.csrfToken(session);
+      const { appName, scopes, redirectUri } = outcome.request;
+      if (!session.user) return sendPage(reply, 200, signInPage({ appName, params, csrfToken }));
+      return sendPage(
+        reply,
+        200,
+        consentPage({
+          appName,
+          scopes,
+          user: session.user,
+          params,
+          csrfToken,
+          redirectOrigin: new URL(redirectUri).origin,
+        }),
+        // Chromium applies form-action to the redirect that follows the form, too.
+        [new URL(redirectUri).origin],
+      );
+    },
+  );
+
+  app.post(
+    '/oauth2/sign-in',
+    { schema: { ...hidden, summary: 'Merchant sign-in (form)', body: SignInBody } },
+    async (request, reply) => {
+      const body = request.body;
+      const params = pickAuthorizeParams(body);
+      const session = await sessions.find(request.cookies[SESSION_COOKIE]);
+      if (!session || !sessions.checkCsrf(session, body.csrf_token)) return refuseForm(reply);
+      const outcome = await oauth.check(params, null);
+      if (outcome.kind !== 'ok') return sendOutcome(request, reply, outcome, 303);
+      const { appName } = outcome.request;
+      const csrfToken = sessions.csrfToken(session);
+      const email = (body.email ?? '').trim();
+      const password = body.password ?? '';
+      const retry = (status: number, error: string) =>
+        sendPage(reply, status, signInPage({ appName, params, csrfToken, email, error }));
+      if (email === '' || password === '') return retry(400, 'Enter your email and your password.');
+
+      const result = await sessions.signIn(session, email, password, request.ip);
+      if (result.kind === 'invalid') return retry(400, 'The email or password is not right. Check both and try again.');
+      if (result.kind === 'throttled') {
+        reply.header('retry-after', String(result.retryAfterSeconds));
+        const minutes = Math.ceil(result.retryAfterSeconds / 60);
+        return retry(429, `Too many failed sign-ins. Try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`);
+      }
+      setSessionCookie(request, reply, result.session);
+      return reply.redirect(authorizeUrl(params), 303);
+    },
+  );
+
+  app.post(
+    '/oauth2/sign-out',
+    { schema: { ...hidden, summary: 'Sign out, to sign in with another account (form)', body: SignOutBody } },
+    async (request, reply) => {
+      const session = await sessions.find(request.cookies[SESSION_COOKIE]);
+      if (!session || !sessions.checkCsrf(session, request.body.csrf_token)) return refuseForm(reply);
+      await sessions.end(session);
+      setSessionCookie(request, reply, await sessions.start());
+      return reply.redirect(authorizeUrl(pickAuthorizeParams(request.body)), 303);
+    },
+  );
+
+  app.post(
+    '/oauth2/authorize',
+    { schema: { ...hidden, summary: 'The merchant’s decision on the consent page (form)', body: ConsentBody } },
+    async (request, reply) => {
+      const body = request.body;
+      const params = pickAuthorizeParams(body);
+      const session = await sessions.find(request.cookies[SESSION_COOKIE]);
+      if (!session || !sessions.checkCsrf(session, body.csrf_token)) return refuseForm(reply);
+      // Signed out meanwhile (or the session expired): back to the sign-in page.
+      if (!session.user) return reply.redirect(authorizeUrl(params), 303);
+      if (body.decision !== 'approve' && body.decision !== 'deny') {
+        return sendPage(reply, 400, errorPage(CANNOT_CONTINUE, 'Choose Approve or Deny.'));
+      }
+      const outcome = await oauth.decide(params, session.user, body.decision === 'approve');
+      return sendOutcome(request, reply, outcome, 303);
+    },
+  );
+
+  app.post(
+    '/oauth2/token',
+    {
+      schema: {
+        tags: ['OAuth'],
+        summary: 'Token endpoint: exchange a code, or refresh',
+        description:
+          'RFC 6749 4.1.3 and 6, with PKCE (RFC 7636). Form-encoded. Confidential apps authenticate with HTTP ' +
+          'Basic or client_id + client_secret in the body; public apps send client_id and use PKCE.',
+        consumes: ['application/x-www-form-urlencoded'],
+        body: TokenBody,
+        response: {
+          200: TokenResponse,
+          400: OAuthErrorBody,
+          401: OAuthErrorBody,
+          500: OAuthErrorBody,
+        },
+      },
+    },
+    async (request, reply) => {
+      const result = await oauth.token(request.headers, request.body);
+      if (result.failure !== undefined) request.log.error({ err: result.failure }, 'token request failed');
+      return sendResult(reply, result);
+    },
+  );
+
+  app.post(
+    '/oauth2/revoke',
+    {
+      schema: {
+        tags: ['OAuth'],
+        summary: 'Revocation endpoint (RFC 7009)',
+        description:
+          'Revokes an access token, or a refresh token together with every token of its grant. ' +
+          'Client authentication as at the token endpoint. 200 also for unknown tokens.',
+        consumes: ['application/x-www-form-urlencoded'],
+        body: RevokeBody,
+        response: {
+          200: Type.Null({ description: 'Revoked (or nothing to revoke)' }),
+          400: OAuthErrorBody,
+          401: OAuthErrorBody,
+          500: OAuthErrorBody,
+        },
+      },
+    },
+    async (request, reply) => {
+      const result = await oauth.revoke(request.headers, request.body);
+      if (result.failure !== undefined) request.log.error({ err: result.failure }, 'revocation failed');
+      return sendResult(reply, result);
+    },
+  );
+};
+
+/** The headers of every page: no framing, no outside resources, forms only to here (and the app). */
+function sendPage(reply: FastifyReply, status: number, page: string, formTargets: string[] = []): FastifyReply {
+  const formAction = ["'self'", ...formTargets].join(' ');
+  return reply
+    .code(status)
+    .headers({
+      'content-type': 'text/html; charset=utf-8',
+      'content-security-policy': `default-src 'none'; style-src 'unsafe-inline'; form-action ${formAction}; frame-ancestors 'none'; base-uri 'none'`,
+      'x-frame-options': 'DENY',
+      'referrer-policy': 'no-referrer',
+    })
+    .send(page);
+}
+
+/** Sends a token or revocation answer (its body is serialised by the route's response schema). */
+function sendResult(reply: FastifyReply, result: EndpointResult): FastifyReply {
+  reply.code(result.status).headers(result.headers);
+  return result.body === null ? reply.send() : reply.send(result.body);
+}
+
+function setSessionCookie(request: FastifyRequest, reply: FastifyReply, session: Session): void {
+  reply.setCookie(SESSION_COOKIE, session.id, {
+    path: '/oauth2',
+    httpOnly: true,
+    sameSite: 'lax',
+    // request.protocol is https under TLS, or behind a trusted proxy that says so.
+    secure: request.protocol === 'https',
+    maxAge: SESSION_TTL_SECONDS,
+  });
+}
+
+/** The authorization endpoint with the request's parameters: where the pages go next. */
+function authorizeUrl(params: AuthorizeParams): string {
+  return `/oauth2/authorize?${new URLSearchParams(params as Record<string, string>).toString()}`;
+}
+
+export default oauthRoutes;

@@ -1,0 +1,311 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import OAuth2Server from '@node-oauth/oauth2-server';
+import type { Kysely } from 'kysely';
+import type { AppsService } from '../apps/service.js';
+import { findAccessTokenByHash, revokeAccessTokenByHash } from '../auth/repository.js';
+import type { Scope } from '../auth/scopes.js';
+import { ACCESS_TOKEN_PREFIX, sha256Hex } from '../auth/secrets.js';
+import type { Clock } from '../clock.js';
+import type { Database } from '../storage/schema.js';
+import {
+  CODE_TTL_SECONDS,
+  createModel,
+  DryRunPassed,
+  type OAuthClient,
+  type OAuthModel,
+  type OAuthUser,
+  REFRESH_TOKEN_PREFIX,
+  REFRESH_TOKEN_TTL_SECONDS,
+} from './model.js';
+import type { AuthorizeParams } from './params.js';
+import { findRefreshTokenByHash, revokeGrantChain } from './repository.js';
+import type { SessionUser } from './sessions.js';
+
+const { OAuthError, Request, Response } = OAuth2Server;
+
+/** An authorization request that passed every check: what the consent page shows. */
+export interface CheckedRequest {
+  appName: string;
+  clientId: string;
+  scopes: Scope[];
+  redirectUri: string;
+}
+
+/**
+ * Where an authorization request goes next: the page (sign-in or consent), back to the app
+ * (with a code or an RFC 6749 4.1.2.1 error), or an error page when the app cannot be told
+ * safely (unknown client, missing or unregistered redirect URI). `failure` is an internal error
+ * for the log.
+ */
+export type AuthorizeOutcome =
+  | { kind: 'ok'; request: CheckedRequest }
+  | { kind: 'redirect'; location: string; failure?: unknown }
+  | { kind: 'error_page'; status: number; message: string; failure?: unknown };
+
+/** An outcome that leaves the pages: back to the app, or an error page. */
+export type AuthorizeRedirectOrError = Exclude<AuthorizeOutcome, { kind: 'ok' }>;
+
+/** An answer of the token or revocation endpoint. */
+export interface EndpointResult {
+  status: number;
+  headers: Record<string, string>;
+  body: Record<string, unknown> | null;
+  /** An internal error, for the log only. */
+  failure?: unknown;
+}
+
+const GENERIC_FAILURE = 'The server could not complete the request; try again shortly.';
+const NO_STORE = { 'cache-control': 'no-store', pragma: 'no-cache' };
+/** A placeholder merchant for checking a request before anyone has signed in. */
+const NOBODY: OAuthUser = { userId: 0, accountId: 0 };
+/** RFC 6749 appendix A.5: state is printable ASCII. */
+const VSCHAR = /^[\x20-\x7E]+$/;
+
+type OAuthErrorLike = Error & { code: number; name: string; inner?: unknown };
+
+function isOAuthError(error: unknown): error is OAuthErrorLike {
+  return error instanceof OAuthError;
+}
+
+/**
+ * The OAuth 2.0 authorization server (authorization code grant with PKCE, rotating refresh
+ * tokens, revocation), built on @node-oauth/oauth2-server: the library does the grant logic,
+ * `model.ts` the storage, this class the parts around them (dry-run checks before the pages,
+ * safe error redirects, revocation, which the library lacks).
+ */
+export class OAuthService {
+  private readonly server: OAuth2Server;
+  private readonly tokenModel: OAuthModel;
+  private readonly authorizeModel: OAuthModel;
+  private readonly dryRunModel: OAuthModel;
+
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly clock: Clock,
+    apps: AppsService,
+    private readonly accessTokenTtlSeconds: number,
+  ) {
+    const deps = { db, clock, apps, accessTokenTtlSeconds };
+    this.tokenModel = createModel(deps, 'token');
+    this.authorizeModel = createModel(deps, 'authorize');
+    this.dryRunModel = createModel(deps, 'authorize', { dryRun: true });
+    this.server = new OAuth2Server({
+      model: this.tokenModel,
+      accessTokenLifetime: accessTokenTtlSeconds,
+      refreshTokenLifetime: REFRESH_TOKEN_TTL_SECONDS,
+      authorizationCodeLifetime: CODE_TTL_SECONDS,
+      // Each refresh returns a new refresh token (rotation, see model.saveToken).
+      alwaysIssueNewRefreshToken: true,
+      // Public apps refresh with their client_id alone; confidential ones must still authenticate
+      // (the token model refuses a confidential app without its secret).
+      requireClientAuthentication: { refresh_token: false },
+      // `plain` PKCE stays refused (the library's default), and `state` is required.
+      allowEmptyState: false,
+    });
+  }
+
+  /**
+   * Runs every check of the library's authorization endpoint without issuing a code, so the
+   * pages are shown only for a request that would succeed, and errors reach the app at once.
+   */
+  async check(params: AuthorizeParams, user: SessionUser | null): Promise<AuthorizeOutcome> {
+    const missing = this.missingTarget(params);
+    if (missing) return missing;
+    return this.runAuthorize(params, user ? toOAuthUser(user) : NOBODY, { dryRun: true, approved: true });
+  }
+
+  /** The merchant's decision on the consent page: a redirect with a code, or with access_denied. */
+  async decide(params: AuthorizeParams, user: SessionUser, approved: boolean): Promise<AuthorizeRedirectOrError> {
+    const missing = this.missingTarget(params);
+    if (missing) return missing;
+    const outcome = await this.runAuthorize(params, toOAuthUser(user), { dryRun: false, approved });
+    // Only a dry run stops at "ok".
+    return outcome.kind === 'ok' ? { kind: 'error_page', status: 500, message: GENERIC_FAILURE } : outcome;
+  }
+
+  /** The token endpoint (RFC 6749 4.1.3 and 6): form parameters in, the library's JSON out. */
+  async token(headers: IncomingHttpHeaders, body: unknown): Promise<EndpointResult> {
+    const request = formRequest(headers, body);
+    const response = new Response();
+    try {
+      await this.server.token(request, response);
+      // The library derives expires_in from the wall clock, a second short now and then.
+      return { status: 200, headers: NO_STORE, body: { ...response.body, expires_in: this.accessTokenTtlSeconds } };
+    } catch (error) {
+      return this.endpointError(error, response.get('www-authenticate') !== undefined);
+    }
+  }
+
+  /**
+   * The revocation endpoint (RFC 7009): the client authenticates like at the token endpoint;
+   * an access token is revoked alone, a refresh token with its whole grant. Unknown tokens, and
+   * tokens of other apps, are answered 200 too and left alone.
+   */
+  async revoke(headers: IncomingHttpHeaders, body: unknown): Promise<EndpointResult> {
+    const request = formRequest(headers, body);
+    const basic = request.get('authorization') !== undefined;
+    try {
+      if (!request.is(['application/x-www-form-urlencoded'])) {
+        return oauthError(400, 'invalid_request', 'Invalid request: content must be application/x-www-form-urlencoded');
+      }
+      const form = request.body as Record<string, unknown>;
+      const credentials = clientCredentials(request.get('authorization'), form);
+      const client = credentials
+        ? ((await this.tokenModel.getClient(credentials.id, credentials.secret as string)) as OAuthClient | false)
+        : false;
+      if (!client) {
+        return basic
+          ? oauthError(401, 'invalid_client', 'Invalid client: client is invalid', {
+              'www-authenticate': 'Basic realm="loyalty"',
+            })
+          : oauthError(400, 'invalid_client', 'Invalid client: client is invalid');
+      }
+      if (typeof form.token !== 'string' || form.token === '') {
+        return oauthError(400, 'invalid_request', 'Missing parameter: `token`');
+      }
+      await this.revokeFor(client, form.token);
+      return { status: 200, headers: NO_STORE, body: null };
+    } catch (error) {
+      return this.endpointError(error, basic);
+    }
+  }
+
+  private async revokeFor(client: OAuthClient, token: string): Promise<void> {
+    const hash = sha256Hex(token);
+    const now = this.clock.now();
+    if (token.startsWith(ACCESS_TOKEN_PREFIX)) {
+      const row = await findAccessTokenByHash(this.db, hash);
+      if (row && row.app_id === client.appId) await revokeAccessTokenByHash(this.db, hash, now);
+    } else if (token.startsWith(REFRESH_TOKEN_PREFIX)) {
+      const row = await findRefreshTokenByHash(this.db, hash);
+      // RFC 7009 2.1: revoking a refresh token revokes the access tokens of the same grant.
+      if (row && row.appId === client.appId) {
+        await this.db.transaction().execute((trx) => revokeGrantChain(trx, row.grantId, now));
+      }
+    }
+  }
+
+  /** RFC 6749 3.1.2.4: without a client and a redirect URI to check, nothing may redirect. */
+  private missingTarget(params: AuthorizeParams): AuthorizeRedirectOrError | null {
+    if (!params.client_id) return { kind: 'error_page', status: 400, message: 'Missing parameter: `client_id`' };
+    if (!params.redirect_uri) {
+      return {
+        kind: 'error_page',
+        status: 400,
+        message: 'Missing parameter: `redirect_uri` (required; it must be one of the URIs registered for the app)',
+      };
+    }
+    return null;
+  }
+
+  private async runAuthorize(
+    params: AuthorizeParams,
+    user: OAuthUser,
+    options: { dryRun: boolean; approved: boolean },
+  ): Promise<AuthorizeOutcome> {
+    const request = new Request({
+      method: options.dryRun ? 'GET' : 'POST',
+      headers: {},
+      query: { ...params },
+      // The library's own switch for a denied consent (it answers access_denied).
+      body: options.approved ? {} : { allowed: 'false' },
+    });
+    const response = new Response();
+    try {
+      // The options may replace the model (the library merges them over the server's).
+      const perCall = {
+        model: options.dryRun ? this.dryRunModel : this.authorizeModel,
+        authenticateHandler: { handle: async () => user },
+      } as OAuth2Server.AuthorizeOptions;
+      await this.server.authorize(request, response, perCall);
+      return { kind: 'redirect', location: response.get('location') as string };
+    } catch (error) {
+      if (isOAuthError(error) && error.inner instanceof DryRunPassed) {
+        const { client, scopes, redirectUri } = error.inner.checked;
+        return { kind: 'ok', request: { appName: client.name, clientId: client.id, scopes, redirectUri } };
+      }
+      const internal = !isOAuthError(error) || error.code >= 500;
+      const failure = internal ? ((error as OAuthErrorLike).inner ?? error) : undefined;
+      // The library sets a Location only once the client and its redirect URI have checked out.
+      if (response.get('location') === undefined) {
+        return internal
+          ? { kind: 'error_page', status: 500, message: GENERIC_FAILURE, failure }
+          : { kind: 'error_page', status: 400, message: (error as Error).message };
+      }
+      // Built here rather than taken from the library, which drops the error from redirect URIs
+      // that have a query string, and would put an internal error's message in the URL.
+      const state = params.state !== undefined && VSCHAR.test(params.state) ? params.state : undefined;
+      const location = internal
+        ? errorRedirect(params.redirect_uri as string, 'server_error', GENERIC_FAILURE, state)
+        : errorRedirect(params.redirect_uri as string, (error as OAuthErrorLike).name, (error as Error).message, state);
+      return { kind: 'redirect', location, ...(failure ? { failure } : {}) };
+    }
+  }
+
+  private endpointError(error: unknown, basic: boolean): EndpointResult {
+    if (!isOAuthError(error) || error.code >= 500) {
+      return {
+        ...oauthError(500, 'server_error', GENERIC_FAILURE),
+        failure: isOAuthError(error) ? (error.inner ?? error) : error,
+      };
+    }
+    // RFC 6749 5.2: a client that tried HTTP Basic gets 401 and a challenge.
+    const challenge: Record<string, string> =
+      error.code === 401 && basic ? { 'www-authenticate': 'Basic realm="loyalty"' } : {};
+    return oauthError(error.code, error.name, error.message, challenge);
+  }
+}
+
+/** The library's request for a form POST; it reads only these headers. */
+function formRequest(headers: IncomingHttpHeaders, body: unknown): OAuth2Server.Request {
+  const kept: Record<string, string> = {};
+  for (const name of ['authorization', 'content-type', 'content-length', 'transfer-encoding']) {
+    const value = headers[name];
+    if (typeof value === 'string') kept[name] = value;
+  }
+  return new Request({ method: 'POST', headers: kept, query: {}, body: body ?? {} });
+}
+
+function toOAuthUser(user: SessionUser): OAuthUser {
+  return { userId: user.userId, accountId: user.accountId };
+}
+
+function oauthError(
+  status: number,
+  error: string,
+  description: string,
+  headers: Record<string, string> = {},
+): EndpointResult {
+  return { status, headers: { ...NO_STORE, ...headers }, body: { error, error_description: description } };
+}
+
+/** The redirect URI with `error`, `error_description` and `state` added to its query. */
+export function errorRedirect(redirectUri: string, error: string, description: string, state?: string): string {
+  const url = new URL(redirectUri);
+  url.searchParams.set('error', error);
+  url.searchParams.set('error_description', description);
+  if (state !== undefined) url.searchParams.set('state', state);
+  return url.toString();
+}
+
+/**
+ * Client credentials of a revocation request, as the token endpoint reads them (the library's
+ * rules): HTTP Basic, else client_id and client_secret in the body, else client_id alone (a
+ * public client).
+ */
+function clientCredentials(
+  authorization: string | undefined,
+  form: Record<string, unknown>,
+): { id: string; secret: string | undefined } | null {
+  if (authorization !== undefined) {
+    const match = /^Basic +([A-Za-z0-9+/=]+) *$/i.exec(authorization);
+    if (!match) return null;
+    const decoded = Buffer.from(match[1] as string, 'base64').toString('utf8');
+    const colon = decoded.indexOf(':');
+    if (colon < 1) return null;
+    return { id: decoded.slice(0, colon), secret: decoded.slice(colon + 1) };
+  }
+  if (typeof form.client_id !== 'string' || form.client_id === '') return null;
+  const secret = typeof form.client_secret === 'string' && form.client_secret !== '' ? form.client_secret : undefined;
+  return { id: form.client_id, secret };
+}

@@ -1,0 +1,157 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import type { Kysely } from 'kysely';
+import type { AccountsService } from '../accounts/service.js';
+import { randomBase62, sha256Hex } from '../auth/secrets.js';
+import type { Clock } from '../clock.js';
+import type { Database } from '../storage/schema.js';
+import { normalizeEmail, type UsersService } from '../users/service.js';
+import {
+  clearFailures,
+  deleteSession,
+  findFailureCounts,
+  findLiveSession,
+  insertSession,
+  pruneSessions,
+  recordFailure,
+} from './repository.js';
+
+/** The session cookie: `oas_` and 40 base62 characters; the database holds only its SHA-256. */
+const SESSION_PREFIX = 'oas_';
+const SESSION_FORMAT = /^oas_[0-9A-Za-z]{40}$/;
+/** How long a browser session lasts, signed in or not. */
+export const SESSION_TTL_SECONDS = 8 * 3600;
+
+/** Failed sign-ins are counted per email and per client address in windows of 15 minutes. */
+export const FAILURE_WINDOW_MS = 15 * 60 * 1000;
+/** Failures of one email in a window after which its sign-ins are refused until the window ends. */
+export const MAX_FAILURES_PER_EMAIL = 5;
+/** Failures from one address in a window (guessing across many emails). */
+export const MAX_FAILURES_PER_ADDRESS = 50;
+
+/** The signed-in merchant of a session. */
+export interface SessionUser {
+  userId: number;
+  accountId: number;
+  email: string;
+  accountName: string;
+}
+
+/** A browser session of the OAuth pages. `id` is the raw cookie value and is never logged. */
+export interface Session {
+  id: string;
+  user: SessionUser | null;
+  expiresAt: number;
+}
+
+export type SignInResult =
+  | { kind: 'signed_in'; session: Session }
+  | { kind: 'invalid' }
+  | { kind: 'throttled'; retryAfterSeconds: number };
+
+/**
+ * Sessions of the sign-in and consent pages, their CSRF tokens, and sign-in with a throttle on
+ * repeated failures. A session exists before sign-in (so the sign-in form has a CSRF token too)
+ * and is replaced by a new one at sign-in (no session fixation).
+ */
+export class SessionsService {
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly clock: Clock,
+    private readonly users: UsersService,
+    private readonly accounts: AccountsService,
+  ) {}
+
+  /** The live session named by a cookie value, or null (absent, malformed, unknown or expired). */
+  async find(cookie: string | undefined): Promise<Session | null> {
+    if (cookie === undefined || !SESSION_FORMAT.test(cookie)) return null;
+    const row = await findLiveSession(this.db, sha256Hex(cookie), this.clock.now());
+    if (!row) return null;
+    const user = row.user_id === null ? null : await this.loadUser(row.user_id);
+    if (row.user_id !== null && !user) return null;
+    return { id: cookie, user, expiresAt: row.expires_at };
+  }
+
+  /** A new session, signed in as `user` or anonymous. */
+  async start(user: SessionUser | null = null): Promise<Session> {
+    const now = this.clock.now();
+    // Housekeeping where sessions are made, so the tables never grow without bound.
+    await pruneSessions(this.db, now, now - FAILURE_WINDOW_MS);
+    const id = SESSION_PREFIX + randomBase62(40);
+    const expiresAt = now + SESSION_TTL_SECONDS * 1000;
+    await insertSession(this.db, {
+      session_hash: sha256Hex(id),
+      user_id: user?.userId ?? null,
+      created_at: now,
+      expires_at: expiresAt,
+    });
+    return { id, user, expiresAt };
+  }
+
+  /** Ends the session; the caller starts a new anonymous one if the browser continues. */
+  async end(session: Session): Promise<void> {
+    await deleteSession(this.db, sha256Hex(session.id));
+  }
+
+  /**
+   * The session's CSRF token: an HMAC keyed with the session id, so it needs no storage, cannot
+   * be made without the cookie, and does not reveal the cookie.
+   */
+  csrfToken(session: Session): string {
+    return createHmac('sha256', session.id).update('oauth-csrf-v1').digest('base64url');
+  }
+
+  /** True when `token` is this session's CSRF token (constant-time comparison). */
+  checkCsrf(session: Session, token: unknown): boolean {
+    if (typeof token !== 'string') return false;
+    const expected = Buffer.from(this.csrfToken(session));
+    const given = Buffer.from(token);
+    return given.length === expected.length && timingSafeEqual(given, expected);
+  }
+
+  /**
+   * Checks the email and password. Success replaces the session with a signed-in one. Failure
+   * says nothing about which part was wrong; too many failures for the email or from the
+   * address refuse further attempts (without checking the password) until the window ends.
+   */
+  async signIn(session: Session, email: string, password: string, address: string): Promise<SignInResult> {
+    const now = this.clock.now();
+    const windowStart = now - FAILURE_WINDOW_MS;
+    const emailKey = `email:${sha256Hex(normalizeEmail(email))}`;
+    const addressKey = `ip:${address}`;
+    const counts = await findFailureCounts(this.db, [emailKey, addressKey]);
+    const blockedUntil = Math.max(
+      0,
+      ...counts
+        .filter((count) => count.windowStartedAt >= windowStart)
+        .filter(
+          (count) => count.failures >= (count.key === emailKey ? MAX_FAILURES_PER_EMAIL : MAX_FAILURES_PER_ADDRESS),
+        )
+        .map((count) => count.windowStartedAt + FAILURE_WINDOW_MS),
+    );
+    if (blockedUntil > now) return { kind: 'throttled', retryAfterSeconds: Math.ceil((blockedUntil - now) / 1000) };
+
+    const user = await this.users.authenticate(email, password);
+    if (!user) {
+      await recordFailure(this.db, emailKey, now, windowStart);
+      await recordFailure(this.db, addressKey, now, windowStart);
+      return { kind: 'invalid' };
+    }
+    await clearFailures(this.db, emailKey);
+    const account = await this.accounts.require(user.account_id);
+    await this.end(session);
+    const signedIn = await this.start({
+      userId: user.id,
+      accountId: user.account_id,
+      email: user.email,
+      accountName: account.name,
+    });
+    return { kind: 'signed_in', session: signedIn };
+  }
+
+  private async loadUser(userId: number): Promise<SessionUser | null> {
+    const user = await this.users.find(userId);
+    if (!user) return null;
+    const account = await this.accounts.require(user.account_id);
+    return { userId: user.id, accountId: user.account_id, email: user.email, accountName: account.name };
+  }
+}

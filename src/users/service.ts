@@ -1,0 +1,88 @@
+import type { Kysely } from 'kysely';
+import { type Static, Type } from 'typebox';
+import type { AccountsService } from '../accounts/service.js';
+import type { Clock } from '../clock.js';
+import { invalidParameter } from '../errors.js';
+import type { Database, UserRow } from '../storage/schema.js';
+import { validate } from '../validate.js';
+import { burnPasswordCheck, hashPassword, MAX_PASSWORD_LENGTH, verifyPassword } from './password.js';
+import { findUserByEmail, findUserById, insertUserIfAbsent } from './repository.js';
+
+/** The shortest password a merchant user may have. */
+export const MIN_PASSWORD_LENGTH = 10;
+
+/** A merchant user: signs in to the OAuth pages to approve apps for its one account. */
+export interface User {
+  id: number;
+  account_id: number;
+  email: string;
+}
+
+/** What `loyalty users create` accepts. */
+export const UserInput = Type.Object(
+  {
+    email: Type.String({ format: 'email', maxLength: 254 }),
+    password: Type.String({ minLength: MIN_PASSWORD_LENGTH, maxLength: MAX_PASSWORD_LENGTH }),
+  },
+  { additionalProperties: false },
+);
+export type UserInput = Static<typeof UserInput>;
+
+/** Merchant users and their passwords (scrypt, never stored or shown in clear). */
+export class UsersService {
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly clock: Clock,
+    private readonly accounts: AccountsService,
+  ) {}
+
+  /** Creates a user of the account; the email must not belong to any other user. */
+  async create(accountId: number, input: { email: string; password: string }): Promise<User> {
+    const email = typeof input.email === 'string' ? input.email.trim() : input.email;
+    // Characters, not UTF-16 units: "10 characters" means what a person counts.
+    if (typeof input.password === 'string' && [...input.password].length < MIN_PASSWORD_LENGTH) {
+      throw invalidParameter('password', `must be at least ${MIN_PASSWORD_LENGTH} characters`);
+    }
+    const user = validate(UserInput, { email, password: input.password }, 'user');
+    await this.accounts.require(accountId);
+    const row = await insertUserIfAbsent(this.db, {
+      account_id: accountId,
+      email: user.email,
+      email_normalized: normalizeEmail(user.email),
+      password_hash: await hashPassword(user.password),
+      created_at: this.clock.now(),
+    });
+    if (!row) throw invalidParameter('email', 'is already used by another user');
+    return toUser(row);
+  }
+
+  /**
+   * The user with this email and password, or null. Unknown emails cost the same scrypt work as
+   * wrong passwords, so the answer time does not tell whether an email has an account.
+   */
+  async authenticate(email: string, password: string): Promise<User | null> {
+    // No user can have such a password or email; answering at once reveals nothing about either.
+    if ([...password].length > MAX_PASSWORD_LENGTH || email.length > 254) return null;
+    const row = await findUserByEmail(this.db, normalizeEmail(email));
+    if (!row) {
+      await burnPasswordCheck(password);
+      return null;
+    }
+    return (await verifyPassword(password, row.password_hash)) ? toUser(row) : null;
+  }
+
+  /** The user, or null when it no longer exists. */
+  async find(id: number): Promise<User | null> {
+    const row = await findUserById(this.db, id);
+    return row ? toUser(row) : null;
+  }
+}
+
+/** The form emails are unique in: trimmed and lower-cased. */
+export function normalizeEmail(email: string): string {
+  return email.trim().toLowerCase();
+}
+
+function toUser(row: UserRow): User {
+  return { id: row.id, account_id: row.account_id, email: row.email };
+}
