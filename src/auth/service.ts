@@ -52,8 +52,19 @@ export interface IssuedToken {
   scope: string;
 }
 
+/**
+ * How long a live API key, once read, is trusted without reading it again. Revocation must reach
+ * every process within 1 second (the contract); half of that leaves room for the request itself.
+ * Only API keys are kept: access tokens are revoked by several paths (refresh, reuse detection)
+ * and are checked against the database every time.
+ */
+export const API_KEY_CACHE_MS = 500;
+const API_KEY_CACHE_ENTRIES = 10_000;
+
 /** API keys, access tokens, and turning a bearer value into a Credential. */
 export class CredentialsService {
+  private readonly apiKeys = new Map<string, { credential: Credential; until: number }>();
+
   constructor(
     private readonly db: Kysely<Database>,
     private readonly clock: Clock,
@@ -91,6 +102,8 @@ export class CredentialsService {
   async revokeApiKey(id: number): Promise<{ id: number; revoked: true }> {
     const row = await revokeApiKey(this.db, id, this.clock.now());
     if (!row) throw notFound(`API key ${id} does not exist`);
+    // This process refuses the key at once; the others within API_KEY_CACHE_MS.
+    for (const [hash, entry] of this.apiKeys) if (entry.credential.id === id) this.apiKeys.delete(hash);
     return { id: row.id, revoked: true };
   }
 
@@ -143,9 +156,14 @@ export class CredentialsService {
     const hash = sha256Hex(bearer);
     const now = this.clock.now();
     if (bearer.startsWith(API_KEY_PREFIX)) {
+      const cached = this.apiKeys.get(hash);
+      if (cached && cached.until > performance.now()) return cached.credential;
       const row = await findApiKeyByHash(this.db, hash);
-      if (!row || row.revoked_at !== null) return null;
-      return {
+      if (!row || row.revoked_at !== null) {
+        this.apiKeys.delete(hash);
+        return null;
+      }
+      const credential: Credential = {
         kind: 'api_key',
         id: row.id,
         rateLimitKey: hash.slice(0, 32),
@@ -153,6 +171,9 @@ export class CredentialsService {
         appId: null,
         scopes: decodeScopes(row.scopes),
       };
+      if (this.apiKeys.size >= API_KEY_CACHE_ENTRIES) this.apiKeys.clear();
+      this.apiKeys.set(hash, { credential, until: performance.now() + API_KEY_CACHE_MS });
+      return credential;
     }
     if (bearer.startsWith(ACCESS_TOKEN_PREFIX)) {
       const row = await findAccessTokenByHash(this.db, hash);

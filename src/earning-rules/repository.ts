@@ -60,6 +60,28 @@ export async function listRules(
   return (await query.orderBy('id', 'desc').execute()).map(toStoredEarningRule);
 }
 
+/**
+ * The account's earning-rules version: it changes with every change to the account's rules,
+ * so a page served at one version is exact for as long as the version stays.
+ */
+export async function findRulesVersion(db: Executor, accountId: number): Promise<number | undefined> {
+  const row = await db
+    .selectFrom('accounts')
+    .select('earning_rules_version')
+    .where('id', '=', accountId)
+    .executeTakeFirst();
+  return row?.earning_rules_version;
+}
+
+/** Raises the account's earning-rules version (inside the transaction that changes its rules). */
+async function bumpRulesVersion(db: Executor, accountId: number): Promise<void> {
+  await db
+    .updateTable('accounts')
+    .set((eb) => ({ earning_rules_version: eb('earning_rules_version', '+', 1) }))
+    .where('id', '=', accountId)
+    .execute();
+}
+
 /** Inserts the rows in chunks (call inside a transaction); returns them in insertion order. */
 export async function insertRules(db: Executor, rows: NewEarningRule[]): Promise<StoredEarningRule[]> {
   const inserted: EarningRuleRow[] = [];
@@ -67,11 +89,12 @@ export async function insertRules(db: Executor, rows: NewEarningRule[]): Promise
     const chunk = rows.slice(start, start + INSERT_CHUNK);
     inserted.push(...(await db.insertInto('earning_rules').values(chunk).returningAll().execute()));
   }
+  for (const accountId of new Set(rows.map((row) => row.account_id))) await bumpRulesVersion(db, accountId);
   // RETURNING promises no order; ids grow with insertion order within the transaction.
   return inserted.sort((a, b) => a.id - b.id).map(toStoredEarningRule);
 }
 
-/** Sets `enabled`; the updated rule, or undefined when no rule has that id. */
+/** Sets `enabled` (call inside a transaction); the updated rule, or undefined when no rule has that id. */
 export async function updateRuleEnabled(
   db: Executor,
   id: number,
@@ -84,13 +107,15 @@ export async function updateRuleEnabled(
     .where('id', '=', id)
     .returningAll()
     .executeTakeFirst();
+  if (row) await bumpRulesVersion(db, row.account_id);
   return row && toStoredEarningRule(row);
 }
 
-/** Deletes a rule; false when no rule has that id. */
+/** Deletes a rule (call inside a transaction); false when no rule has that id. */
 export async function deleteRule(db: Executor, id: number): Promise<boolean> {
-  const result = await db.deleteFrom('earning_rules').where('id', '=', id).executeTakeFirst();
-  return result.numDeletedRows > 0n;
+  const row = await db.deleteFrom('earning_rules').where('id', '=', id).returning('account_id').executeTakeFirst();
+  if (row) await bumpRulesVersion(db, row.account_id);
+  return row !== undefined;
 }
 
 /**

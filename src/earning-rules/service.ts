@@ -9,6 +9,7 @@ import {
   deleteRule,
   ensureServerSecret,
   findPage,
+  findRulesVersion,
   hasRulesBeyond,
   insertRules,
   listRules,
@@ -91,6 +92,11 @@ export class EarningRulesService {
     return (await hasRulesBeyond(this.db.kysely, accountId, 'previous', edge)) ? edge : null;
   }
 
+  /** The account's earning-rules version (see PageCache); -1 for an account that does not exist. */
+  async rulesVersion(accountId: number): Promise<number> {
+    return (await findRulesVersion(this.db.kysely, accountId)) ?? -1;
+  }
+
   /**
    * Creates one rule (an object) or many (an array) for the account, all or nothing: every rule
    * is validated before any is written, and the rows go in within one transaction. Returns the
@@ -116,14 +122,16 @@ export class EarningRulesService {
 
   /** Lists (`true`) or hides (`false`) a rule; `404 not_found` for an unknown id. */
   async setEnabled(id: number, enabled: boolean): Promise<StoredEarningRule> {
-    const rule = await updateRuleEnabled(this.db.kysely, id, enabled, this.clock.now());
+    const now = this.clock.now();
+    const rule = await this.db.kysely.transaction().execute((trx) => updateRuleEnabled(trx, id, enabled, now));
     if (!rule) throw notFound(`earning rule ${id} does not exist`);
     return rule;
   }
 
   /** Deletes a rule; `404 not_found` for an unknown id. */
   async delete(id: number): Promise<{ deleted: true }> {
-    if (!(await deleteRule(this.db.kysely, id))) throw notFound(`earning rule ${id} does not exist`);
+    const deleted = await this.db.kysely.transaction().execute((trx) => deleteRule(trx, id));
+    if (!deleted) throw notFound(`earning rule ${id} does not exist`);
     return { deleted: true };
   }
 

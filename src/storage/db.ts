@@ -57,8 +57,19 @@ function openSqlite(path: string, options: DbOptions): Db {
   };
 }
 
+/**
+ * Longest a query waits for a PostgreSQL connection, whether the pool is busy or the server
+ * does not answer. pg waits forever by default, so with the database unreachable (a host that
+ * drops packets) every request would hang; past this it fails as `503 unavailable`.
+ */
+export const POSTGRES_CONNECT_TIMEOUT_MS = 5000;
+
 function openPostgres(url: string, options: DbOptions): Db {
-  const pool = new pg.Pool({ connectionString: url, max: options.poolMax ?? 10 });
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: options.poolMax ?? 10,
+    connectionTimeoutMillis: POSTGRES_CONNECT_TIMEOUT_MS,
+  });
   // An idle client losing its connection must not crash the process; the next query reconnects.
   pool.on('error', () => {});
   const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });

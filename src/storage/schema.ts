@@ -26,6 +26,8 @@ export interface AccountsTable {
   id: Generated<number>;
   name: string;
   created_at: number;
+  /** Raised with every change to the account's earning rules (page cache validation). */
+  earning_rules_version: Generated<number>;
 }
 
 export interface ApiKeysTable {

@@ -100,6 +100,8 @@ export interface TestApp {
   app: FastifyInstance;
   services: Services;
   db: Db;
+  /** The database's URL, for a second connection (as another process would have). */
+  url: string;
   clock: FakeClock;
   config: Config;
   close(): Promise<void>;
@@ -116,6 +118,7 @@ export async function createTestApp(env: Record<string, string> = {}): Promise<T
     app,
     services: app.services,
     db: testDb.db,
+    url: testDb.url,
     clock,
     config,
     close: async () => {

@@ -21,7 +21,7 @@ beforeEach(async () => {
   const clock = new FakeClock();
   const app = await buildApp({ config, db: testDb.db, clock, logger: { level: 'trace', stream } });
   await app.ready();
-  t = { app, services: app.services, db: testDb.db, clock, config, close: async () => {} };
+  t = { app, services: app.services, db: testDb.db, url: testDb.url, clock, config, close: async () => {} };
 });
 afterEach(async () => {
   await t.app.close();
