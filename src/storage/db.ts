@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
-import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
+import { Kysely, PostgresDialect, SqliteDialect, type SqliteDatabase as SqliteDialectDatabase, sql } from 'kysely';
 import pg from 'pg';
 import { redactUrl } from '../config.js';
 import type { Database } from './schema.js';
@@ -48,7 +48,7 @@ function openSqlite(path: string, options: DbOptions): Db {
   database.pragma(`synchronous = ${options.sqliteSynchronous ?? 'FULL'}`);
   database.pragma('busy_timeout = 5000');
   database.pragma('foreign_keys = ON');
-  const kysely = new Kysely<Database>({ dialect: new SqliteDialect({ database }) });
+  const kysely = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(database) }) });
   return {
     kysely,
     dialect: 'sqlite',
@@ -63,6 +63,31 @@ function openSqlite(path: string, options: DbOptions): Db {
  * drops packets) every request would hang; past this it fails as `503 unavailable`.
  */
 export const POSTGRES_CONNECT_TIMEOUT_MS = 5000;
+
+/** Prepared statements kept per database: the SQL of the hot queries is a handful of strings. */
+const STATEMENT_CACHE_ENTRIES = 500;
+
+/**
+ * Kysely prepares every query afresh, and preparing costs SQLite more than running a primary-key
+ * lookup. Kysely's queries carry their values as parameters, so the same SQL text recurs and its
+ * statement can be reused (better-sqlite3 statements are reusable; Kysely runs one query at a
+ * time on its single connection). Bounded, since bulk inserts of varying sizes make new SQL.
+ */
+function withStatementCache(database: SqliteDatabase.Database): SqliteDialectDatabase {
+  const statements = new Map<string, SqliteDatabase.Statement>();
+  return {
+    close: () => database.close(),
+    prepare: (sql: string) => {
+      let statement = statements.get(sql);
+      if (statement === undefined) {
+        statement = database.prepare(sql);
+        if (statements.size >= STATEMENT_CACHE_ENTRIES) statements.clear();
+        statements.set(sql, statement);
+      }
+      return statement;
+    },
+  };
+}
 
 function openPostgres(url: string, options: DbOptions): Db {
   const pool = new pg.Pool({
