@@ -4,10 +4,11 @@ import { migrations } from './migrations/index.js';
 
 /**
  * Applies every pending migration; returns the names applied now. Throws on failure.
- * Safe when several processes start at once: on PostgreSQL Kysely holds an advisory lock while
- * it migrates, so one process runs the migrations and the others wait, then find nothing to do.
- * SQLite has no such lock; a process that loses the race for the write lock gets SQLITE_BUSY
- * and tries again, by which time the winner has committed.
+ * Safe when several processes start at once: one runs the migrations, the others wait, then
+ * find nothing to do. On PostgreSQL Kysely holds an advisory lock in its transaction. On SQLite
+ * Kysely uses neither (it treats SQLite DDL as non-transactional), so the whole run happens
+ * inside BEGIN IMMEDIATE: the database's write lock, taken before the state is read, waited for
+ * up to busy_timeout and retried after that.
  */
 export async function migrateToLatest(db: Db): Promise<string[]> {
   for (let attempt = 1; ; attempt++) {
@@ -28,6 +29,20 @@ function isBusy(error: unknown): boolean {
 }
 
 async function migrateOnce(db: Db): Promise<string[]> {
+  if (db.dialect !== 'sqlite') return runMigrator(db);
+  // Kysely runs SQLite migrations on its single connection, so they run inside this transaction.
+  await sql`begin immediate`.execute(db.kysely);
+  try {
+    const applied = await runMigrator(db);
+    await sql`commit`.execute(db.kysely);
+    return applied;
+  } catch (error) {
+    await sql`rollback`.execute(db.kysely).catch(() => {});
+    throw error;
+  }
+}
+
+async function runMigrator(db: Db): Promise<string[]> {
   const migrator = new Migrator({
     db: db.kysely,
     provider: { getMigrations: async () => migrations },
