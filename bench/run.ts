@@ -19,6 +19,10 @@ const WARMUP = Number(process.env.BENCH_WARMUP ?? (quick ? 1 : 3));
 const RUNS = Number(process.env.BENCH_RUNS ?? (quick ? 1 : 3));
 const CONNECTIONS = 50;
 const FIXED_RATE = 2000;
+// autocannon sends each connection's share of a second's budget as fast as it can at the start of
+// the second; with 50 connections that is 2,000 requests queued at once, whatever the server. Ten
+// connections keep the offered load at 2,000 req/s with bursts of at most ten.
+const FIXED_RATE_CONNECTIONS = 10;
 const PG_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const ENGINES = (process.env.BENCH_ENGINES ?? 'sqlite,postgres').split(',') as Engine[];
 const DATA_DIR = join(ROOT, 'bench', '.data');
@@ -276,7 +280,7 @@ async function prepareDatabase(engine: Engine): Promise<string> {
   return url.toString();
 }
 
-async function benchEngine(engine: Engine, pageFile: string): Promise<EngineResult> {
+async function benchEngine(engine: Engine, pageFile: string, onPage: () => Promise<void>): Promise<EngineResult> {
   log(`\n== ${engine}: seeding`);
   const databaseUrl = await prepareDatabase(engine);
   const data = await seed(databaseUrl, log, quick ? 20_000 : 1_000_000);
@@ -286,10 +290,12 @@ async function benchEngine(engine: Engine, pageFile: string): Promise<EngineResu
     log(`== ${engine}, WORKERS=${workers}`);
     const server = await startService(databaseUrl, workers);
     try {
-      if (engine === 'sqlite' && workers === 1) {
+      if (workers === 1) {
         // The same 50 rules the ceiling and json-server serve.
         const first = await fetch(`${server.url}/v1/earning_rules?limit=50`, { headers: bearer(data.base.apiKey) });
         writeFileSync(pageFile, await first.text());
+        // The ceiling and the peer are measured now, next to the scenarios they are compared with.
+        await onPage();
       }
       const deep = await cursorOfPage(server.url, data.base.apiKey, 100);
       const rows = [
@@ -330,16 +336,19 @@ async function benchEngine(engine: Engine, pageFile: string): Promise<EngineResu
             url: `${server.url}/v1/earning_rules?limit=50`,
             headers: bearer(data.base.apiKey),
             overallRate: FIXED_RATE,
+            connections: FIXED_RATE_CONNECTIONS,
           })),
           await measure('earning_rules page 100', () => ({
             url: `${server.url}/v1/earning_rules?limit=50&cursor=${deep}`,
             headers: bearer(data.base.apiKey),
             overallRate: FIXED_RATE,
+            connections: FIXED_RATE_CONNECTIONS,
           })),
           await measure('referral_settings', () => ({
             url: `${server.url}/v1/referral_settings`,
             headers: bearer(data.base.apiKey),
             overallRate: FIXED_RATE,
+            connections: FIXED_RATE_CONNECTIONS,
           })),
         ];
       }
@@ -365,7 +374,11 @@ async function benchPeers(
   try {
     const url = `http://127.0.0.1:${ceiling.port}/v1/earning_rules?limit=50`;
     ceilingRow = await measure('ceiling', () => ({ url }));
-    ceilingFixed = await measure(`ceiling at ${FIXED_RATE} req/s`, () => ({ url, overallRate: FIXED_RATE }));
+    ceilingFixed = await measure(`ceiling at ${FIXED_RATE} req/s`, () => ({
+      url,
+      overallRate: FIXED_RATE,
+      connections: FIXED_RATE_CONNECTIONS,
+    }));
     memory.ceiling = peakRssMiB(ceiling.child.pid ?? 0);
   } finally {
     await stopChild(ceiling.child);
@@ -410,15 +423,20 @@ async function main(): Promise<void> {
   const engines: EngineResult[] = [];
   const pgVersion = await postgresVersion();
   const skipped: string[] = [];
+  let peers: Awaited<ReturnType<typeof benchPeers>> | undefined;
   for (const engine of ENGINES) {
     if (engine === 'postgres' && !pgVersion) {
       skipped.push(`PostgreSQL: nothing answers at ${PG_URL} (set BENCH_DATABASE_URL)`);
       continue;
     }
-    engines.push(await benchEngine(engine, pageFile));
+    engines.push(
+      await benchEngine(engine, pageFile, async () => {
+        peers ??= await benchPeers(pageFile);
+      }),
+    );
     if (engine === 'sqlite') rmSync(join(DATA_DIR, 'bench.db'), { force: true });
   }
-  const peers = await benchPeers(pageFile);
+  peers ??= await benchPeers(pageFile);
   const { writeReport } = await import('./report.js');
   const file = writeReport({
     started,
