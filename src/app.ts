@@ -9,12 +9,14 @@ import customerIdentityRoutes from './customer-identities/routes.js';
 import earningRuleRoutes from './earning-rules/routes.js';
 import { DomainError } from './errors.js';
 import { registerAuth } from './http/auth.js';
-import { registerErrorHandling } from './http/errors.js';
-import { registerMetrics } from './http/metrics.js';
+import { answerFrameworkError, registerErrorHandling } from './http/errors.js';
+import { REDACTED_LOG_PATHS, serializeRequest } from './http/log-redaction.js';
+import { answersUnderLoad, registerMetrics } from './http/metrics.js';
 import { registerOpenApi } from './http/openapi.js';
 import { requestId } from './http/request-id.js';
 import { registerTransportRules } from './http/transport.js';
 import { registerValidators } from './http/validation.js';
+import oauthRoutes from './oauth/routes.js';
 import referralSettingsRoutes from './referral-settings/routes.js';
 import { createServices, type Services } from './services.js';
 import { type Db, isReachable } from './storage/db.js';
@@ -22,6 +24,8 @@ import { type Db, isReachable } from './storage/db.js';
 declare module 'fastify' {
   interface FastifyInstance {
     services: Services;
+    /** Starts answering new requests `503 unavailable` ahead of close(), with the port still open. */
+    refuseNewRequests(): void;
   }
 }
 
@@ -43,19 +47,33 @@ export const BODY_LIMIT = 64 * 1024;
 /** Builds the whole app (plugins, routes, error handling) without listening. */
 export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const { config, db } = options;
+  // Node enforces these deadlines only when it checks its connections (every 30 s by default: a
+  // 1 s timeout would cut a slow client after up to 31 s), and when headersTimeout (60 s by
+  // default) exceeds requestTimeout it swaps the two, so a slow body could take 60 s. Both
+  // deadlines are requestTimeout, checked every second (every quarter of it when shorter).
+  const timeoutChecks = {
+    requestTimeout: config.requestTimeoutMs,
+    headersTimeout: config.requestTimeoutMs,
+    connectionsCheckingInterval: Math.min(1000, Math.ceil(config.requestTimeoutMs / 4)),
+  };
   const app = Fastify({
     logger: options.logger ?? {
       level: config.logLevel,
-      redact: { paths: ['req.headers.authorization', 'req.headers.cookie'], censor: '[redacted]' },
+      redact: { paths: REDACTED_LOG_PATHS, censor: '[redacted]' },
+      serializers: { req: serializeRequest },
     },
     genReqId: requestId,
     bodyLimit: BODY_LIMIT,
     trustProxy: config.trustProxy,
     // Closing is answered by our own hook, with the contract's body.
     return503OnClosing: false,
+    // Errors before routing (a path that does not decode) get the contract's body too.
+    frameworkErrors: answerFrameworkError,
     // A slow client cannot hold a connection: the whole request (headers and body) must arrive in time.
     requestTimeout: config.requestTimeoutMs,
+    http: timeoutChecks,
     ...options.server,
+    ...(options.server?.https ? { https: { ...timeoutChecks, ...options.server.https } } : {}),
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   const services = createServices(db, {
@@ -92,7 +110,9 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   registerAuth(app, services.credentials, config);
   await registerOpenApi(app);
 
-  app.get('/healthz', { schema: { tags: ['Service'], summary: 'Liveness' } }, async () => ({ status: 'ok' }));
+  app.get('/healthz', { schema: { tags: ['Service'], summary: 'Liveness' }, config: answersUnderLoad }, async () => ({
+    status: 'ok',
+  }));
   app.get('/readyz', { schema: { tags: ['Service'], summary: 'Readiness: the database answers' } }, async () => {
     if (!(await isReachable(db))) throw new DomainError('unavailable', 'the database is unreachable');
     return { status: 'ready' };
@@ -101,6 +121,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   await app.register(referralSettingsRoutes);
   await app.register(customerIdentityRoutes);
   await app.register(earningRuleRoutes);
+  await app.register(oauthRoutes);
   return app;
 }
 
@@ -123,6 +144,9 @@ function setSecurityHeaders(url: string, reply: FastifyReply): void {
 /** Once shutdown starts, new requests get `503 unavailable`; requests in flight finish. */
 function refuseWhileClosing(app: FastifyInstance): void {
   let closing = false;
+  app.decorate('refuseNewRequests', () => {
+    closing = true;
+  });
   app.addHook('preClose', async () => {
     closing = true;
   });

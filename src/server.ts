@@ -9,6 +9,13 @@ import { migrateToLatest } from './storage/migrator.js';
 
 /** How long shutdown waits for requests in flight before exiting anyway. */
 const SHUTDOWN_GRACE_MS = 10_000;
+/**
+ * How long the port stays open after a stop signal, answering new requests `503 unavailable`.
+ * Closing it at once would reset connections that clients had already opened and written to
+ * but that the server had not yet read (still in the kernel's accept queue, or accepted and
+ * not yet parsed): requests sent before the signal, lost without an answer.
+ */
+const SHUTDOWN_DRAIN_MS = 1000;
 /** A worker that dies is replaced, unless workers keep dying this fast. */
 const RESTART_WINDOW_MS = 10_000;
 const MAX_RESTARTS_IN_WINDOW = 5;
@@ -96,6 +103,8 @@ async function runServer(config: Config, options: { migrate: boolean }): Promise
     }, SHUTDOWN_GRACE_MS);
     timer.unref();
     try {
+      app.refuseNewRequests();
+      await new Promise((resolve) => setTimeout(resolve, SHUTDOWN_DRAIN_MS));
       await app.close();
       await db.close();
       redis?.disconnect();

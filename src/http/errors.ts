@@ -1,5 +1,8 @@
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { DomainError, type ErrorCode, type ErrorDetail } from '../errors.js';
+import { requestId } from './request-id.js';
 import type { ErrorBody } from './schemas.js';
 
 /**
@@ -8,6 +11,9 @@ import type { ErrorBody } from './schemas.js';
  * whole error with the request id and answers only a generic message.
  */
 export function registerErrorHandling(app: FastifyInstance, hooks: { onDatabaseError?: () => void } = {}): void {
+  // Node hands CONNECT (a proxy tunnel) to 'connect' listeners and, with none, drops the
+  // connection without a word; it is answered like any unknown route instead.
+  app.server.on('connect', refuseTunnel);
   app.setNotFoundHandler((request, reply) => {
     send(request, reply, new DomainError('not_found', `no route for ${request.method} ${request.url.split('?')[0]}`));
   });
@@ -19,8 +25,48 @@ export function registerErrorHandling(app: FastifyInstance, hooks: { onDatabaseE
       if (domain.code === 'internal_error') request.log.error({ err: error }, 'request failed');
       else request.log.warn({ err: error }, domain.message);
     }
+    // Answering a body that is too large while the client is still sending it, then closing (as
+    // Fastify and a `Connection: close` client ask), resets the connection with the rest of the
+    // body unread, often before the client has read the 413. The rest is read and thrown away
+    // first (bounded by REQUEST_TIMEOUT_MS), so the close is clean and the answer arrives.
+    if (domain.code === 'payload_too_large' && !request.raw.complete) {
+      return bodyDiscarded(request.raw).then(() => {
+        if (!request.raw.socket?.destroyed) send(request, reply, domain);
+      });
+    }
     send(request, reply, domain);
   });
+}
+
+/** Answers a CONNECT request `404 not_found` with the contract's body, then closes the connection. */
+function refuseTunnel(request: IncomingMessage, socket: Duplex): void {
+  socket.on('error', () => {});
+  const id = requestId(request);
+  const body = JSON.stringify({
+    error: { code: 'not_found', message: 'CONNECT is not supported: this is not a proxy', request_id: id },
+  } satisfies ErrorBody);
+  socket.end(
+    'HTTP/1.1 404 Not Found\r\nconnection: close\r\ncontent-type: application/json; charset=utf-8\r\n' +
+      `x-request-id: ${id}\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+  );
+}
+
+/** Resolves once the rest of the request body has been read and discarded, or the connection ended. */
+function bodyDiscarded(raw: IncomingMessage): Promise<void> {
+  return new Promise((resolve) => {
+    if (raw.complete || raw.destroyed) return resolve();
+    raw.once('end', () => resolve());
+    raw.once('close', () => resolve());
+    raw.resume();
+  });
+}
+
+/**
+ * Fastify's `frameworkErrors` option: errors raised before routing, such as a path whose
+ * percent-encoding does not decode, which Fastify would otherwise answer in its own shape.
+ */
+export function answerFrameworkError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  send(request, reply, toDomainError(error));
 }
 
 function send(request: FastifyRequest, reply: FastifyReply, error: DomainError): void {
@@ -53,6 +99,8 @@ export function toDomainError(error: FastifyError): DomainError {
       );
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return new DomainError('payload_too_large', 'the request body is larger than 64 KiB');
+    case 'FST_ERR_BAD_URL':
+      return new DomainError('invalid_request', 'the URL is malformed: its percent-encoding does not decode');
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
       return new DomainError('invalid_request', 'the request body is empty; a JSON object is required');
   }

@@ -1,5 +1,19 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Counter, collectDefaultMetrics, Histogram, Registry } from 'prom-client';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** @fastify/under-pressure's per-route answer to overload; see `answersUnderLoad`. */
+    pressureHandler?: (request: FastifyRequest, reply: FastifyReply, type: string, value: number | undefined) => void;
+  }
+}
+
+/**
+ * Route config for what must answer while the API sheds load: liveness (a failing liveness
+ * probe gets a busy process restarted, which only adds to the overload) and metrics (overload
+ * is when they are needed). The handler lets the request through.
+ */
+export const answersUnderLoad = { pressureHandler: () => {} };
 
 /** The service's Prometheus metrics, in a registry of its own (one per app). */
 export interface Metrics {
@@ -59,7 +73,7 @@ export function registerMetrics(app: FastifyInstance): Metrics {
     if (reply.statusCode === 401) authFailures.inc();
   });
 
-  app.get('/metrics', { schema: { hide: true } }, async (_request, reply) => {
+  app.get('/metrics', { schema: { hide: true }, config: answersUnderLoad }, async (_request, reply) => {
     reply.type(registry.contentType);
     return registry.metrics();
   });

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
+import { looksLikeCredential } from './log-redaction.js';
 
 const ACCEPTABLE = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -9,5 +10,6 @@ const ACCEPTABLE = /^[A-Za-z0-9._:-]{1,128}$/;
  */
 export function requestId(req: IncomingMessage): string {
   const given = req.headers['x-request-id'];
-  return typeof given === 'string' && ACCEPTABLE.test(given) ? given : randomUUID();
+  // A key pasted into the wrong header must not be echoed into every log line of the request.
+  return typeof given === 'string' && ACCEPTABLE.test(given) && !looksLikeCredential(given) ? given : randomUUID();
 }

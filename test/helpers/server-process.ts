@@ -65,7 +65,8 @@ export async function startServer(
     child,
     output: () => output,
     stop: async (signal = 'SIGTERM') => {
-      if (child.exitCode !== null) return child.exitCode;
+      // Already gone (exited, or killed by a signal): there is no 'exit' event left to wait for.
+      if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
       child.kill(signal);
       const [code] = await once(child, 'exit');
       return code as number | null;
