@@ -37,7 +37,7 @@ export function createServices(db: Db, options: ServiceOptions): Services {
     accounts,
     apps,
     credentials: new CredentialsService(db.kysely, clock, accounts, apps, options.accessTokenTtlSeconds),
-    referralSettings: new ReferralSettingsService(db.kysely, clock, accounts),
+    referralSettings: new ReferralSettingsService(db, clock, accounts),
     customerIdentities: new CustomerIdentitiesService(db, clock, accounts),
     earningRules: new EarningRulesService(db, clock, accounts),
     users,

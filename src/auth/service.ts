@@ -64,6 +64,7 @@ const API_KEY_CACHE_ENTRIES = 10_000;
 /** API keys, access tokens, and turning a bearer value into a Credential. */
 export class CredentialsService {
   private readonly apiKeys = new Map<string, { credential: Credential; until: number }>();
+  private readonly apiKeyLoads = new Map<string, Promise<Credential | null>>();
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -104,6 +105,7 @@ export class CredentialsService {
     if (!row) throw notFound(`API key ${id} does not exist`);
     // This process refuses the key at once; the others within API_KEY_CACHE_MS.
     for (const [hash, entry] of this.apiKeys) if (entry.credential.id === id) this.apiKeys.delete(hash);
+    this.apiKeyLoads.clear();
     return { id: row.id, revoked: true };
   }
 
@@ -143,6 +145,27 @@ export class CredentialsService {
     return { access_token: token, token_type: 'Bearer', expires_in: ttl, scope: encodeScopes(requested) };
   }
 
+  private async loadApiKey(hash: string): Promise<Credential | null> {
+    const started = performance.now();
+    const row = await findApiKeyByHash(this.db, hash);
+    if (!row || row.revoked_at !== null) {
+      this.apiKeys.delete(hash);
+      return null;
+    }
+    const credential: Credential = {
+      kind: 'api_key',
+      id: row.id,
+      rateLimitKey: hash.slice(0, 32),
+      accountId: row.account_id,
+      appId: null,
+      scopes: decodeScopes(row.scopes),
+    };
+    if (this.apiKeys.size >= API_KEY_CACHE_ENTRIES) this.apiKeys.clear();
+    // Trusted from when the read began, so no request relies on it past API_KEY_CACHE_MS.
+    this.apiKeys.set(hash, { credential, until: started + API_KEY_CACHE_MS });
+    return credential;
+  }
+
   /** Revokes an access token given its raw value; false when it was unknown or already revoked. */
   async revokeAccessToken(token: string): Promise<boolean> {
     return revokeAccessTokenByHash(this.db, sha256Hex(token), this.clock.now());
@@ -158,22 +181,16 @@ export class CredentialsService {
     if (bearer.startsWith(API_KEY_PREFIX)) {
       const cached = this.apiKeys.get(hash);
       if (cached && cached.until > performance.now()) return cached.credential;
-      const row = await findApiKeyByHash(this.db, hash);
-      if (!row || row.revoked_at !== null) {
-        this.apiKeys.delete(hash);
-        return null;
+      // When a busy key's entry expires, its waiting requests share one read.
+      let loading = this.apiKeyLoads.get(hash);
+      if (loading === undefined) {
+        const load = this.loadApiKey(hash).finally(() => {
+          if (this.apiKeyLoads.get(hash) === load) this.apiKeyLoads.delete(hash);
+        });
+        this.apiKeyLoads.set(hash, load);
+        loading = load;
       }
-      const credential: Credential = {
-        kind: 'api_key',
-        id: row.id,
-        rateLimitKey: hash.slice(0, 32),
-        accountId: row.account_id,
-        appId: null,
-        scopes: decodeScopes(row.scopes),
-      };
-      if (this.apiKeys.size >= API_KEY_CACHE_ENTRIES) this.apiKeys.clear();
-      this.apiKeys.set(hash, { credential, until: performance.now() + API_KEY_CACHE_MS });
-      return credential;
+      return loading;
     }
     if (bearer.startsWith(ACCESS_TOKEN_PREFIX)) {
       const row = await findAccessTokenByHash(this.db, hash);

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { AccountsService } from '../accounts/service.js';
 import type { Clock } from '../clock.js';
 import { notFound } from '../errors.js';
+import { AccountCache, CACHE_MAX_AGE_MS } from '../storage/change-feed.js';
 import type { Db } from '../storage/db.js';
 import { validate } from '../validate.js';
 import { type Cursor, CursorCodec, type Direction } from './cursor.js';
@@ -32,12 +33,16 @@ export const CURSOR_KEY_SECRET = 'cursor_hmac_key';
 export class EarningRulesService {
   // One key load per process (per database); a failed load is retried by the next request.
   private codec: Promise<CursorCodec> | null = null;
+  // On PostgreSQL, each account's rules version is kept until a change notification.
+  private readonly versions: AccountCache<number>;
 
   constructor(
     readonly db: Db,
     readonly clock: Clock,
     readonly accounts: AccountsService,
-  ) {}
+  ) {
+    this.versions = new AccountCache(db.changes, 'earning_rules', CACHE_MAX_AGE_MS);
+  }
 
   /**
    * One page of the account's enabled rules, id descending. Without a cursor: the newest rules.
@@ -94,7 +99,7 @@ export class EarningRulesService {
 
   /** The account's earning-rules version (see PageCache); -1 for an account that does not exist. */
   async rulesVersion(accountId: number): Promise<number> {
-    return (await findRulesVersion(this.db.kysely, accountId)) ?? -1;
+    return this.versions.get(accountId, async () => (await findRulesVersion(this.db.kysely, accountId)) ?? -1);
   }
 
   /**
@@ -111,6 +116,7 @@ export class EarningRulesService {
     const now = this.clock.now();
     const rows = rules.map((rule) => toRow(accountId, withDefaults(rule), rule.enabled ?? true, now));
     const created = await this.db.kysely.transaction().execute((trx) => insertRules(trx, rows));
+    this.versions.forget(accountId);
     return many ? created : created[0]!;
   }
 
@@ -124,6 +130,7 @@ export class EarningRulesService {
   async setEnabled(id: number, enabled: boolean): Promise<StoredEarningRule> {
     const now = this.clock.now();
     const rule = await this.db.kysely.transaction().execute((trx) => updateRuleEnabled(trx, id, enabled, now));
+    this.versions.forget();
     if (!rule) throw notFound(`earning rule ${id} does not exist`);
     return rule;
   }
@@ -131,6 +138,7 @@ export class EarningRulesService {
   /** Deletes a rule; `404 not_found` for an unknown id. */
   async delete(id: number): Promise<{ deleted: true }> {
     const deleted = await this.db.kysely.transaction().execute((trx) => deleteRule(trx, id));
+    this.versions.forget();
     if (!deleted) throw notFound(`earning rule ${id} does not exist`);
     return { deleted: true };
   }

@@ -4,6 +4,7 @@ import SqliteDatabase from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect, type SqliteDatabase as SqliteDialectDatabase, sql } from 'kysely';
 import pg from 'pg';
 import { redactUrl } from '../config.js';
+import { ChangeFeed } from './change-feed.js';
 import type { Database } from './schema.js';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -21,6 +22,8 @@ export interface Db {
   readonly dialect: Dialect;
   /** A printable description of where the data lives (no password). */
   readonly location: string;
+  /** Changes made by any process, on PostgreSQL; null on SQLite (see ChangeFeed). */
+  readonly changes: ChangeFeed | null;
   close(): Promise<void>;
 }
 
@@ -53,6 +56,7 @@ function openSqlite(path: string, options: DbOptions): Db {
     kysely,
     dialect: 'sqlite',
     location: `sqlite:${file}`,
+    changes: null,
     close: () => kysely.destroy(),
   };
 }
@@ -98,11 +102,16 @@ function openPostgres(url: string, options: DbOptions): Db {
   // An idle client losing its connection must not crash the process; the next query reconnects.
   pool.on('error', () => {});
   const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  const changes = new ChangeFeed(url);
   return {
     kysely,
     dialect: 'postgres',
     location: redactUrl(url),
-    close: () => kysely.destroy(),
+    changes,
+    close: async () => {
+      await changes.close();
+      await kysely.destroy();
+    },
   };
 }
 

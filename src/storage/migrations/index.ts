@@ -2,10 +2,14 @@ import type { Migration } from 'kysely';
 import * as initial from './2026-11-22T0000-initial.js';
 import * as oauth from './2026-11-22T0200-oauth.js';
 import * as earningRulesVersion from './2026-11-22T0300-earning-rules-version.js';
+import * as changeNotifications from './2026-11-22T0400-change-notifications.js';
+import * as identitiesFillfactor from './2026-11-22T0500-identities-fillfactor.js';
 
 /** Every migration, by name; names sort in the order they run. */
 export const migrations: Record<string, Migration> = {
   '2026-11-22T0000-initial': initial,
   '2026-11-22T0200-oauth': oauth,
   '2026-11-22T0300-earning-rules-version': earningRulesVersion,
+  '2026-11-22T0400-change-notifications': changeNotifications,
+  '2026-11-22T0500-identities-fillfactor': identitiesFillfactor,
 };
