@@ -1,7 +1,8 @@
-import { Ajv, type ErrorObject } from 'ajv';
+import { Ajv } from 'ajv';
 import addFormats from 'ajv-formats';
 import type { Static, TSchema } from 'typebox';
 import { DomainError } from './errors.js';
+import { detailsOf, type SchemaIssue } from './validation-details.js';
 
 const ajv = addFormats.default(new Ajv({ allErrors: true, strict: false, removeAdditional: false }));
 const compiled = new WeakMap<TSchema, ReturnType<Ajv['compile']>>();
@@ -17,20 +18,7 @@ export function validate<T extends TSchema>(schema: T, value: unknown, root: str
     compiled.set(schema, check);
   }
   if (check(value)) return value as Static<T>;
-  // An if/then failure is also reported by the failing keyword inside `then`: keep only that one.
-  const details = (check.errors ?? [])
-    .filter((e: ErrorObject) => e.keyword !== 'if')
-    .map((e: ErrorObject) => {
-      const named = e.params.missingProperty ?? e.params.additionalProperty;
-      const path = [root, ...e.instancePath.split('/').filter(Boolean), ...(named ? [named] : [])];
-      const message =
-        e.keyword === 'additionalProperties'
-          ? 'is not a known field'
-          : e.keyword === 'required'
-            ? 'is required'
-            : (e.message ?? 'is invalid');
-      return { field: path.join('.'), message };
-    });
+  const details = detailsOf((check.errors ?? []) as SchemaIssue[], { prefix: root, whole: root });
   const first = details[0];
   throw new DomainError('invalid_parameter', first ? `${first.field} ${first.message}` : `${root} is invalid`, details);
 }

@@ -1,7 +1,8 @@
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { DomainError, type ErrorCode, type ErrorDetail } from '../errors.js';
+import { DomainError, type ErrorCode } from '../errors.js';
+import { detailsOf, type SchemaIssue } from '../validation-details.js';
 import { requestId } from './request-id.js';
 import type { ErrorBody } from './schemas.js';
 
@@ -83,36 +84,32 @@ function send(request: FastifyRequest, reply: FastifyReply, error: DomainError):
     .send(JSON.stringify(body));
 }
 
+const payloadTooLarge = () => new DomainError('payload_too_large', 'the request body is larger than 64 KiB');
+const unsupportedMediaType = () =>
+  new DomainError('unsupported_media_type', 'the request body must be sent with Content-Type: application/json');
+const unavailable = () => new DomainError('unavailable', 'the service is temporarily unavailable; retry shortly');
+
 /** Maps any thrown value to the contract's error. */
 export function toDomainError(error: FastifyError): DomainError {
   if (error instanceof DomainError) return error;
   if (error.validation) return fromValidation(error);
-  if (isDatabaseUnavailable(error)) {
-    return new DomainError('unavailable', 'the service is temporarily unavailable; retry shortly');
-  }
+  if (isDatabaseUnavailable(error)) return unavailable();
   switch (error.code) {
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
     case 'FST_ERR_CTP_INVALID_TYPE':
-      return new DomainError(
-        'unsupported_media_type',
-        'the request body must be sent with Content-Type: application/json',
-      );
+      return unsupportedMediaType();
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return new DomainError('payload_too_large', 'the request body is larger than 64 KiB');
+      return payloadTooLarge();
     case 'FST_ERR_BAD_URL':
       return new DomainError('invalid_request', 'the URL is malformed: its percent-encoding does not decode');
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
       return new DomainError('invalid_request', 'the request body is empty; a JSON object is required');
   }
   const status = error.statusCode ?? 500;
-  if (status === 413) return new DomainError('payload_too_large', 'the request body is larger than 64 KiB');
-  if (status === 415)
-    return new DomainError(
-      'unsupported_media_type',
-      'the request body must be sent with Content-Type: application/json',
-    );
+  if (status === 413) return payloadTooLarge();
+  if (status === 415) return unsupportedMediaType();
   if (status === 404) return new DomainError('not_found', 'not found');
-  if (status === 503) return new DomainError('unavailable', 'the service is temporarily unavailable; retry shortly');
+  if (status === 503) return unavailable();
   if (status >= 400 && status < 500) {
     const message = /prototype property/.test(error.message)
       ? 'the request body must not contain "__proto__" or "constructor.prototype" keys'
@@ -124,21 +121,14 @@ export function toDomainError(error: FastifyError): DomainError {
   return new DomainError('internal_error', 'an internal error occurred; quote the request id when reporting it');
 }
 
-interface AjvError {
-  instancePath: string;
-  keyword: string;
-  message?: string;
-  params: Record<string, unknown>;
-}
-
 /**
  * A schema failure: of the envelope (body not an object, wrapper missing or not an object) it is
  * `invalid_request`; of a field, `invalid_parameter` with the field's dotted path in `details`.
  */
 function fromValidation(error: FastifyError): DomainError {
   const context = (error as FastifyError & { validationContext?: string }).validationContext ?? 'body';
-  const issues = (error.validation ?? []) as unknown as AjvError[];
-  const details = detailsOf(issues, context);
+  const issues = (error.validation ?? []) as unknown as SchemaIssue[];
+  const details = detailsOf(issues, { whole: context });
   const envelope = context === 'body' && issues.some(isEnvelopeIssue);
   const code: ErrorCode = envelope ? 'invalid_request' : 'invalid_parameter';
   const first = details[0];
@@ -150,49 +140,10 @@ function fromValidation(error: FastifyError): DomainError {
   return new DomainError(code, message, details);
 }
 
-/**
- * One detail per field. A union (`string` or `null`) fails with one issue per branch plus an
- * `anyOf` summary; those read better as one message ("must be string or null").
- */
-function detailsOf(issues: AjvError[], context: string): ErrorDetail[] {
-  const byField = new Map<string, AjvError[]>();
-  for (const issue of issues) {
-    const field = fieldOf(issue, context);
-    byField.set(field, [...(byField.get(field) ?? []), issue]);
-  }
-  return [...byField].map(([field, group]) => {
-    const branches = group.filter((issue) => issue.keyword !== 'anyOf');
-    const types = branches.filter((issue) => issue.keyword === 'type').map((issue) => String(issue.params.type));
-    const message =
-      group.some((issue) => issue.keyword === 'anyOf') && types.length === branches.length && types.length > 1
-        ? `must be ${types.join(' or ')}`
-        : messageOf(branches[0] ?? (group[0] as AjvError));
-    return { field, message };
-  });
-}
-
-function isEnvelopeIssue(issue: AjvError): boolean {
+function isEnvelopeIssue(issue: SchemaIssue): boolean {
   const depth = issue.instancePath.split('/').length - 1;
   if (depth === 0) return true; // the body itself: wrong type, wrapper missing, unknown top-level key
   return depth === 1 && issue.keyword === 'type'; // the wrapper is not an object
-}
-
-function fieldOf(issue: AjvError, context: string): string {
-  const path = issue.instancePath.split('/').filter(Boolean).map(unescapePointer);
-  const named = issue.params.missingProperty ?? issue.params.additionalProperty;
-  if (typeof named === 'string') path.push(named);
-  if (path.length === 0) return context;
-  return path.join('.');
-}
-
-function messageOf(issue: AjvError): string {
-  if (issue.keyword === 'additionalProperties') return 'is not a known field';
-  if (issue.keyword === 'required') return 'is required';
-  return issue.message ?? 'is invalid';
-}
-
-function unescapePointer(segment: string): string {
-  return segment.replace(/~1/g, '/').replace(/~0/g, '~');
 }
 
 const UNAVAILABLE_CODES = new Set([
