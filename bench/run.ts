@@ -32,15 +32,29 @@ type Engine = 'sqlite' | 'postgres';
 
 interface Figures {
   rps: number;
+  /** Requests answered in the run. */
+  requests: number;
   p50: number;
   p99: number;
   errors: number;
   non2xx: number;
 }
 
-interface Row extends Figures {
+interface Row extends Omit<Figures, 'requests'> {
   name: string;
   runs: number[];
+  /** PostgreSQL's own counters over the measured runs, per request (the scale scenarios). */
+  database?: DatabaseWork;
+}
+
+/** What PostgreSQL did per request: WAL written, full-page images, blocks read, HOT updates. */
+export interface DatabaseWork {
+  walBytes: number;
+  fullPageImages: number;
+  blocksRead: number;
+  blocksHit: number;
+  /** Share of row updates that stayed on their page without new index entries. */
+  hotShare: number;
 }
 
 interface Server {
@@ -171,6 +185,7 @@ async function load(options: autocannon.Options): Promise<Figures> {
   const result = await autocannon({ connections: CONNECTIONS, ...options });
   return {
     rps: result.requests.average,
+    requests: result.requests.total,
     p50: result.latency.p50,
     p99: result.latency.p99,
     errors: result.errors + result.timeouts,
@@ -185,10 +200,12 @@ const median = (values: number[]) => {
 };
 
 /** A warm-up, then RUNS measured runs; the row holds the medians. */
-async function measure(name: string, options: () => autocannon.Options): Promise<Row> {
+async function measure(name: string, options: () => autocannon.Options, database?: pg.Client): Promise<Row> {
   await load({ ...options(), duration: WARMUP });
   const runs: Figures[] = [];
+  const before = database && (await databaseCounters(database));
   for (let i = 0; i < RUNS; i++) runs.push(await load({ ...options(), duration: DURATION }));
+  const requests = runs.reduce((sum, r) => sum + r.requests, 0);
   const row: Row = {
     name,
     runs: runs.map((r) => r.rps),
@@ -197,11 +214,41 @@ async function measure(name: string, options: () => autocannon.Options): Promise
     p99: median(runs.map((r) => r.p99)),
     errors: runs.reduce((sum, r) => sum + r.errors, 0),
     non2xx: runs.reduce((sum, r) => sum + r.non2xx, 0),
+    ...(database && before ? { database: perRequest(before, await databaseCounters(database), requests) } : {}),
   };
   log(
     `    ${name}: ${row.rps.toFixed(0)} req/s (runs ${row.runs.map((r) => r.toFixed(0)).join(', ')}), p50 ${row.p50} ms, p99 ${row.p99} ms${row.errors + row.non2xx ? `, ${row.errors} errors, ${row.non2xx} non-2xx` : ''}`,
   );
   return row;
+}
+
+type Counters = Record<'wal' | 'fpi' | 'read' | 'hit' | 'updates' | 'hot', number>;
+
+/** PostgreSQL's cumulative counters for the whole server and the benchmark's tables. */
+async function databaseCounters(client: pg.Client): Promise<Counters> {
+  const { rows } = await client.query<Record<keyof Counters, string>>(`
+    select w.wal_bytes as wal, w.wal_fpi as fpi,
+      (select sum(coalesce(heap_blks_read, 0) + coalesce(idx_blks_read, 0)) from pg_statio_user_tables
+        where schemaname = current_schema()) as read,
+      (select sum(coalesce(heap_blks_hit, 0) + coalesce(idx_blks_hit, 0)) from pg_statio_user_tables
+        where schemaname = current_schema()) as hit,
+      (select sum(n_tup_upd) from pg_stat_user_tables where schemaname = current_schema()) as updates,
+      (select sum(n_tup_hot_upd) from pg_stat_user_tables where schemaname = current_schema()) as hot
+    from pg_stat_wal w`);
+  const row = rows[0]!;
+  return Object.fromEntries(Object.entries(row).map(([key, value]) => [key, Number(value)])) as Counters;
+}
+
+function perRequest(before: Counters, after: Counters, requests: number): DatabaseWork {
+  const delta = (key: keyof Counters) => (after[key] - before[key]) / Math.max(1, requests);
+  const updates = after.updates - before.updates;
+  return {
+    walBytes: delta('wal'),
+    fullPageImages: delta('fpi'),
+    blocksRead: delta('read'),
+    blocksHit: delta('hit'),
+    hotShare: updates === 0 ? 0 : (after.hot - before.hot) / updates,
+  };
 }
 
 const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
@@ -285,7 +332,26 @@ async function benchEngine(engine: Engine, pageFile: string, onPage: () => Promi
   const databaseUrl = await prepareDatabase(engine);
   const data = await seed(databaseUrl, log, quick ? 20_000 : 1_000_000);
   const result: EngineResult = { engine, workers: {} };
+  // PostgreSQL's counters show what the scale scenarios cost the database (see DatabaseWork).
+  const counters = engine === 'postgres' ? new pg.Client({ connectionString: databaseUrl }) : undefined;
+  await counters?.connect();
+  try {
+    await benchWorkers(engine, databaseUrl, data, result, pageFile, onPage, counters);
+  } finally {
+    await counters?.end();
+  }
+  return result;
+}
 
+async function benchWorkers(
+  engine: Engine,
+  databaseUrl: string,
+  data: BenchData,
+  result: EngineResult,
+  pageFile: string,
+  onPage: () => Promise<void>,
+  counters: pg.Client | undefined,
+): Promise<void> {
   for (const workers of [1, 2]) {
     log(`== ${engine}, WORKERS=${workers}`);
     const server = await startService(databaseUrl, workers);
@@ -319,8 +385,8 @@ async function benchEngine(engine: Engine, pageFile: string, onPage: () => Promi
       if (workers === 1) {
         log(`== ${engine}: scale (1,000,000 identities and 10,000 rules vs an empty account)`);
         result.scale = [
-          await measure('create_or_update, empty account', () => createOrUpdate(server.url, data.empty)),
-          await measure('create_or_update, 1M identities', () => createOrUpdate(server.url, data.large)),
+          await measure('create_or_update, empty account', () => createOrUpdate(server.url, data.empty), counters),
+          await measure('create_or_update, 1M identities', () => createOrUpdate(server.url, data.large), counters),
           await measure('earning_rules first page, empty account', () => ({
             url: `${server.url}/v1/earning_rules?limit=50`,
             headers: bearer(data.empty.apiKey),
@@ -356,7 +422,6 @@ async function benchEngine(engine: Engine, pageFile: string, onPage: () => Promi
       await server.stop();
     }
   }
-  return result;
 }
 
 async function benchPeers(

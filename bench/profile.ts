@@ -1,0 +1,138 @@
+// `npm run bench:profile -- ROUTE [sqlite|postgres]`: a CPU profile of the server under 50
+// connections on one route, summarised by where the time went (our code, Fastify, Kysely, the pg
+// client, Node's core, idle), with the CPU the PostgreSQL processes used meanwhile. The profile
+// itself (.cpuprofile, for Chrome DevTools) is kept in bench/.profiles/.
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import autocannon from 'autocannon';
+import pg from 'pg';
+import { seed } from './seed.js';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const PG_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+const SCHEMA = 'loyalty_profile';
+const PORT = Number(process.env.PORT ?? 3950);
+const DURATION = Number(process.env.BENCH_DURATION ?? 10);
+
+interface CpuProfile {
+  nodes: { id: number; callFrame: { functionName: string; url: string } }[];
+  samples: number[];
+  timeDeltas: number[];
+}
+
+/** Where a sample's own time belongs. */
+function category(functionName: string, url: string): string {
+  if (url.includes('/node_modules/pg')) return 'pg client';
+  if (url.includes('/node_modules/kysely/')) return 'kysely';
+  if (url.includes('/node_modules/better-sqlite3/')) return 'better-sqlite3';
+  if (/\/node_modules\/(fastify|@fastify|find-my-way|avvio|light-my-request)/.test(url)) return 'fastify';
+  if (url.includes('/dist/')) return 'our code';
+  if (url.startsWith('node:')) return 'node core (js)';
+  if (url) return 'other packages';
+  if (functionName === '(idle)') return 'idle (waiting for I/O)';
+  if (functionName === '(garbage collector)') return 'garbage collector';
+  return `native: ${functionName || '(anonymous)'}`;
+}
+
+function summarise(file: string): [string, number][] {
+  const profile = JSON.parse(readFileSync(file, 'utf8')) as CpuProfile;
+  const nodes = new Map(profile.nodes.map((node) => [node.id, node.callFrame]));
+  const time = new Map<string, number>();
+  let total = 0;
+  profile.samples.forEach((id, i) => {
+    const frame = nodes.get(id);
+    const delta = profile.timeDeltas[i] ?? 0;
+    const key = frame ? category(frame.functionName, frame.url) : 'unknown';
+    time.set(key, (time.get(key) ?? 0) + delta);
+    total += delta;
+  });
+  return [...time].map(([key, t]) => [key, t / total] as [string, number]).sort((a, b) => b[1] - a[1]);
+}
+
+/** CPU seconds used so far by every postgres process on this machine (0 when there are none). */
+function postgresCpuSeconds(): number {
+  let pids: string[] = [];
+  try {
+    pids = execFileSync('pgrep', ['-x', 'postgres']).toString().trim().split('\n');
+  } catch {
+    return 0;
+  }
+  let ticks = 0;
+  for (const pid of pids) {
+    try {
+      const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+      ticks += Number(fields[11]) + Number(fields[12]);
+    } catch {
+      // the process ended meanwhile
+    }
+  }
+  return ticks / 100;
+}
+
+async function databaseUrl(engine: string, dataDir: string): Promise<string> {
+  if (engine === 'sqlite') return `sqlite:${join(dataDir, 'profile.db')}`;
+  const admin = new pg.Client({ connectionString: PG_URL });
+  await admin.connect();
+  await admin.query(`drop schema if exists ${SCHEMA} cascade`);
+  await admin.query(`create schema ${SCHEMA}`);
+  await admin.end();
+  const url = new URL(PG_URL);
+  url.searchParams.set('options', `-c search_path=${SCHEMA}`);
+  return url.toString();
+}
+
+async function main(): Promise<void> {
+  const [route = '/v1/earning_rules?limit=50', engine = 'postgres'] = process.argv.slice(2);
+  const dataDir = join(ROOT, 'bench', '.profiles');
+  rmSync(dataDir, { recursive: true, force: true });
+  mkdirSync(dataDir, { recursive: true });
+  const url = await databaseUrl(engine, dataDir);
+  const data = await seed(url, () => {}, 2000);
+  const token = route.includes('create_or_update') ? data.base.accessToken : data.base.apiKey;
+  const child = spawn(process.execPath, ['--cpu-prof', `--cpu-prof-dir=${dataDir}`, 'dist/server.js'], {
+    cwd: ROOT,
+    env: {
+      PATH: process.env.PATH ?? '',
+      DATABASE_URL: url,
+      RATE_LIMIT_PER_SECOND: '0',
+      AUTH_FAILURES_PER_MINUTE: '0',
+      LOG_LEVEL: 'warn',
+      PORT: String(PORT),
+    },
+    stdio: 'inherit',
+  });
+  const base = `http://127.0.0.1:${PORT}`;
+  for (let tries = 0; ; tries++) {
+    const up = await fetch(`${base}/healthz`).then(
+      (r) => r.ok,
+      () => false,
+    );
+    if (up) break;
+    if (tries > 150) throw new Error('the server did not start in 30 s');
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  const options = { url: `${base}${route}`, connections: 50, headers: { authorization: `Bearer ${token}` } };
+  await autocannon({ ...options, duration: 2 });
+  const cpuBefore = postgresCpuSeconds();
+  const result = await autocannon({ ...options, duration: DURATION });
+  const postgresCpu = Math.max(0, postgresCpuSeconds() - cpuBefore);
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.kill('SIGTERM');
+  await exited;
+
+  const file = readdirSync(dataDir).find((name) => name.endsWith('.cpuprofile'));
+  if (!file) throw new Error('the server wrote no profile');
+  console.log(
+    `${engine} ${route}: ${Math.round(result.requests.average)} req/s, p99 ${result.latency.p99} ms; ` +
+      `PostgreSQL processes: ${postgresCpu.toFixed(1)} CPU-s in ${DURATION} s ` +
+      `(${((postgresCpu * 1e6) / Math.max(1, result.requests.total)).toFixed(0)} µs per request)`,
+  );
+  for (const [key, share] of summarise(join(dataDir, file))) {
+    if (share >= 0.005) console.log(`  ${(share * 100).toFixed(1).padStart(5)} %  ${key}`);
+  }
+  console.log(`profile: ${join(dataDir, file)}`);
+}
+
+await main();
