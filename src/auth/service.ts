@@ -3,6 +3,7 @@ import type { AccountsService } from '../accounts/service.js';
 import type { AppsService } from '../apps/service.js';
 import type { Clock } from '../clock.js';
 import { DomainError, invalidParameter, notFound } from '../errors.js';
+import { loadOnce } from '../load-once.js';
 import type { Database } from '../storage/schema.js';
 import {
   findAccessTokenByHash,
@@ -182,15 +183,7 @@ export class CredentialsService {
       const cached = this.apiKeys.get(hash);
       if (cached && cached.until > performance.now()) return cached.credential;
       // When a busy key's entry expires, its waiting requests share one read.
-      let loading = this.apiKeyLoads.get(hash);
-      if (loading === undefined) {
-        const load = this.loadApiKey(hash).finally(() => {
-          if (this.apiKeyLoads.get(hash) === load) this.apiKeyLoads.delete(hash);
-        });
-        this.apiKeyLoads.set(hash, load);
-        loading = load;
-      }
-      return loading;
+      return loadOnce(this.apiKeyLoads, hash, () => this.loadApiKey(hash));
     }
     if (bearer.startsWith(ACCESS_TOKEN_PREFIX)) {
       const row = await findAccessTokenByHash(this.db, hash);

@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { loadOnce } from '../load-once.js';
 
 /** What a change notification is about: data that server processes keep in memory. */
 export type ChangeKind = 'referral_settings' | 'earning_rules';
@@ -136,8 +137,7 @@ const ACCOUNT_CACHE_ENTRIES = 100_000;
  */
 export class AccountCache<T> {
   private readonly entries = new Map<number, { value: T; until: number }>();
-  // One load per account at a time: when a value expires under load, the requests waiting for it
-  // share one query instead of all querying at once.
+  // One load per account at a time (see loadOnce).
   private readonly loading = new Map<number, Promise<T>>();
   private epoch = 0;
 
@@ -157,26 +157,15 @@ export class AccountCache<T> {
     const entry = this.entries.get(accountId);
     const now = performance.now();
     if (entry !== undefined && entry.until > now) return entry.value;
-    const pending = this.loading.get(accountId);
-    if (pending !== undefined) return pending;
-
     const epoch = this.epoch;
-    const loaded = load().then(
-      (value) => {
-        if (this.loading.get(accountId) === loaded) this.loading.delete(accountId);
-        if (this.epoch === epoch && this.feed?.isLive()) {
-          if (this.entries.size >= ACCOUNT_CACHE_ENTRIES) this.entries.clear();
-          this.entries.set(accountId, { value, until: now + this.maxAgeMs });
-        }
-        return value;
-      },
-      (error: unknown) => {
-        if (this.loading.get(accountId) === loaded) this.loading.delete(accountId);
-        throw error;
-      },
-    );
-    this.loading.set(accountId, loaded);
-    return loaded;
+    return loadOnce(this.loading, accountId, async () => {
+      const value = await load();
+      if (this.epoch === epoch && this.feed?.isLive()) {
+        if (this.entries.size >= ACCOUNT_CACHE_ENTRIES) this.entries.clear();
+        this.entries.set(accountId, { value, until: now + this.maxAgeMs });
+      }
+      return value;
+    });
   }
 
   /**
