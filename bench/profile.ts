@@ -1,19 +1,15 @@
 // `npm run bench:profile -- ROUTE [sqlite|postgres]`: a CPU profile of the server under 50
-// connections on one route, summarised by where the time went (our code, Fastify, Kysely, the pg
+// connections on one GET route (with an API key of the benchmark's base account), summarised by where the time went (our code, Fastify, Kysely, the pg
 // client, Node's core, idle), with the CPU the PostgreSQL processes used meanwhile. The profile
 // itself (.cpuprofile, for Chrome DevTools) is kept in bench/.profiles/.
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
-import pg from 'pg';
+import { freshPostgresSchema, ROOT, startService } from './processes.js';
 import { seed } from './seed.js';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const PG_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const SCHEMA = 'loyalty_profile';
-const PORT = Number(process.env.PORT ?? 3950);
 const DURATION = Number(process.env.BENCH_DURATION ?? 10);
 
 interface CpuProfile {
@@ -71,56 +67,24 @@ function postgresCpuSeconds(): number {
   return ticks / 100;
 }
 
-async function databaseUrl(engine: string, dataDir: string): Promise<string> {
-  if (engine === 'sqlite') return `sqlite:${join(dataDir, 'profile.db')}`;
-  const admin = new pg.Client({ connectionString: PG_URL });
-  await admin.connect();
-  await admin.query(`drop schema if exists ${SCHEMA} cascade`);
-  await admin.query(`create schema ${SCHEMA}`);
-  await admin.end();
-  const url = new URL(PG_URL);
-  url.searchParams.set('options', `-c search_path=${SCHEMA}`);
-  return url.toString();
-}
-
 async function main(): Promise<void> {
   const [route = '/v1/earning_rules?limit=50', engine = 'postgres'] = process.argv.slice(2);
   const dataDir = join(ROOT, 'bench', '.profiles');
   rmSync(dataDir, { recursive: true, force: true });
   mkdirSync(dataDir, { recursive: true });
-  const url = await databaseUrl(engine, dataDir);
+  const url = engine === 'sqlite' ? `sqlite:${join(dataDir, 'profile.db')}` : await freshPostgresSchema(SCHEMA);
   const data = await seed(url, () => {}, 2000);
-  const token = route.includes('create_or_update') ? data.base.accessToken : data.base.apiKey;
-  const child = spawn(process.execPath, ['--cpu-prof', `--cpu-prof-dir=${dataDir}`, 'dist/server.js'], {
-    cwd: ROOT,
-    env: {
-      PATH: process.env.PATH ?? '',
-      DATABASE_URL: url,
-      RATE_LIMIT_PER_SECOND: '0',
-      AUTH_FAILURES_PER_MINUTE: '0',
-      LOG_LEVEL: 'warn',
-      PORT: String(PORT),
-    },
-    stdio: 'inherit',
-  });
-  const base = `http://127.0.0.1:${PORT}`;
-  for (let tries = 0; ; tries++) {
-    const up = await fetch(`${base}/healthz`).then(
-      (r) => r.ok,
-      () => false,
-    );
-    if (up) break;
-    if (tries > 150) throw new Error('the server did not start in 30 s');
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-  const options = { url: `${base}${route}`, connections: 50, headers: { authorization: `Bearer ${token}` } };
+  const server = await startService(url, 1, ['--cpu-prof', `--cpu-prof-dir=${dataDir}`]);
+  const options = {
+    url: `${server.url}${route}`,
+    connections: 50,
+    headers: { authorization: `Bearer ${data.base.apiKey}` },
+  };
   await autocannon({ ...options, duration: 2 });
   const cpuBefore = postgresCpuSeconds();
   const result = await autocannon({ ...options, duration: DURATION });
   const postgresCpu = Math.max(0, postgresCpuSeconds() - cpuBefore);
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  child.kill('SIGTERM');
-  await exited;
+  await server.stop(); // the profile is written as the process exits
 
   const file = readdirSync(dataDir).find((name) => name.endsWith('.cpuprofile'));
   if (!file) throw new Error('the server wrote no profile');

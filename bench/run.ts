@@ -2,17 +2,23 @@
 // report written from the figures. Settings: BENCH_DURATION (s, default 10), BENCH_WARMUP (s, 3),
 // BENCH_RUNS (3), BENCH_DATABASE_URL (PostgreSQL; default the local test database),
 // BENCH_ENGINES ("sqlite,postgres"), BENCH_QUICK=1 (2 s, 1 run: checks the harness only).
-import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import pg from 'pg';
+import {
+  freePort,
+  freshPostgresSchema,
+  PG_URL,
+  peakRssMiB,
+  ROOT,
+  startProcess,
+  startService,
+  stopChild,
+} from './processes.js';
 import { type BenchData, seed } from './seed.js';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const quick = process.env.BENCH_QUICK === '1';
 const DURATION = Number(process.env.BENCH_DURATION ?? (quick ? 2 : 10));
 const WARMUP = Number(process.env.BENCH_WARMUP ?? (quick ? 1 : 3));
@@ -23,7 +29,6 @@ const FIXED_RATE = 2000;
 // the second; with 50 connections that is 2,000 requests queued at once, whatever the server. Ten
 // connections keep the offered load at 2,000 req/s with bursts of at most ten.
 const FIXED_RATE_CONNECTIONS = 10;
-const PG_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const ENGINES = (process.env.BENCH_ENGINES ?? 'sqlite,postgres').split(',') as Engine[];
 const DATA_DIR = join(ROOT, 'bench', '.data');
 const log = (line: string) => process.stdout.write(`${line}\n`);
@@ -55,127 +60,6 @@ export interface DatabaseWork {
   blocksHit: number;
   /** Share of row updates that stayed on their page without new index entries. */
   hotShare: number;
-}
-
-interface Server {
-  url: string;
-  pids: () => number[];
-  stop(): Promise<void>;
-}
-
-// ---------------------------------------------------------------------------------------------
-// processes
-
-/** Starts a process and resolves once it has printed `ready` `count` times. */
-function startProcess(
-  command: string[],
-  env: Record<string, string>,
-  ready: RegExp,
-  count = 1,
-): Promise<{ child: ChildProcess; port: number }> {
-  const child = spawn(process.execPath, command, {
-    cwd: ROOT,
-    env: { PATH: process.env.PATH ?? '', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${command.join(' ')} did not start:\n${output}`)), 60_000);
-    const onData = (chunk: Buffer) => {
-      output += chunk;
-      const matches = [...output.matchAll(new RegExp(ready, 'g'))];
-      if (matches.length >= count) {
-        clearTimeout(timer);
-        child.stdout?.off('data', onData);
-        child.stdout?.resume();
-        child.stderr?.resume();
-        resolve({ child, port: Number(matches[0]?.[1]) });
-      }
-    };
-    child.stdout?.on('data', onData);
-    child.stderr?.on('data', (chunk) => {
-      output += chunk;
-    });
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`${command.join(' ')} exited with ${code}:\n${output}`));
-    });
-  });
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const address = probe.address();
-      probe.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
-    });
-  });
-}
-
-function childPids(pid: number): number[] {
-  try {
-    const children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8')
-      .trim()
-      .split(/\s+/)
-      .filter(Boolean)
-      .map(Number);
-    return [pid, ...children];
-  } catch {
-    return [pid];
-  }
-}
-
-/** Peak resident memory (VmHWM) of a process, in MiB. */
-function peakRssMiB(pid: number): number {
-  try {
-    const match = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return match ? Number(match[1]) / 1024 : 0;
-  } catch {
-    return 0;
-  }
-}
-
-async function stopChild(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null) return;
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  child.kill('SIGTERM');
-  await exited;
-}
-
-async function startService(databaseUrl: string, workers: number): Promise<Server> {
-  const port = await freePort();
-  const child = spawn(process.execPath, ['dist/server.js'], {
-    cwd: ROOT,
-    env: {
-      PATH: process.env.PATH ?? '',
-      DATABASE_URL: databaseUrl,
-      WORKERS: String(workers),
-      RATE_LIMIT_PER_SECOND: '0',
-      AUTH_FAILURES_PER_MINUTE: '0',
-      // The same level as the ceiling: no line per request (see docs/benchmarks.md).
-      LOG_LEVEL: 'warn',
-      PORT: String(port),
-    },
-    stdio: ['ignore', 'inherit', 'inherit'],
-  });
-  const url = `http://127.0.0.1:${port}`;
-  // Ready when every worker runs and the port answers.
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`the server exited with ${child.exitCode}`);
-    if (Date.now() > deadline) throw new Error('the server did not start in 60 s');
-    const processes = childPids(child.pid ?? 0).length;
-    const answers = await fetch(`${url}/healthz`).then(
-      (r) => r.ok,
-      () => false,
-    );
-    if (answers && processes >= (workers > 1 ? workers + 1 : 1)) break;
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-  if (workers > 1) await new Promise((resolve) => setTimeout(resolve, 1000));
-  return { url, pids: () => childPids(child.pid ?? 0), stop: () => stopChild(child) };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -222,19 +106,34 @@ async function measure(name: string, options: () => autocannon.Options, database
   return row;
 }
 
+/** Runs `fn` with a connection to read PostgreSQL's statistics from (none on SQLite). */
+async function withStatistics<T>(
+  engine: Engine,
+  databaseUrl: string,
+  fn: (statistics: pg.Client | undefined) => Promise<T>,
+): Promise<T> {
+  if (engine !== 'postgres') return fn(undefined);
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    return await fn(client);
+  } finally {
+    await client.end();
+  }
+}
+
 type Counters = Record<'wal' | 'fpi' | 'read' | 'hit' | 'updates' | 'hot', number>;
 
 /** PostgreSQL's cumulative counters for the whole server and the benchmark's tables. */
 async function databaseCounters(client: pg.Client): Promise<Counters> {
   const { rows } = await client.query<Record<keyof Counters, string>>(`
-    select w.wal_bytes as wal, w.wal_fpi as fpi,
-      (select sum(coalesce(heap_blks_read, 0) + coalesce(idx_blks_read, 0)) from pg_statio_user_tables
-        where schemaname = current_schema()) as read,
-      (select sum(coalesce(heap_blks_hit, 0) + coalesce(idx_blks_hit, 0)) from pg_statio_user_tables
-        where schemaname = current_schema()) as hit,
-      (select sum(n_tup_upd) from pg_stat_user_tables where schemaname = current_schema()) as updates,
-      (select sum(n_tup_hot_upd) from pg_stat_user_tables where schemaname = current_schema()) as hot
-    from pg_stat_wal w`);
+    select w.wal_bytes as wal, w.wal_fpi as fpi, io.read, io.hit, t.updates, t.hot
+    from pg_stat_wal w,
+      (select sum(coalesce(heap_blks_read, 0) + coalesce(idx_blks_read, 0)) as read,
+              sum(coalesce(heap_blks_hit, 0) + coalesce(idx_blks_hit, 0)) as hit
+       from pg_statio_user_tables where schemaname = current_schema()) io,
+      (select sum(n_tup_upd) as updates, sum(n_tup_hot_upd) as hot
+       from pg_stat_user_tables where schemaname = current_schema()) t`);
   const row = rows[0]!;
   return Object.fromEntries(Object.entries(row).map(([key, value]) => [key, Number(value)])) as Counters;
 }
@@ -317,14 +216,7 @@ async function prepareDatabase(engine: Engine): Promise<string> {
     mkdirSync(DATA_DIR, { recursive: true });
     return `sqlite:${join(DATA_DIR, 'bench.db')}`;
   }
-  const client = new pg.Client({ connectionString: PG_URL });
-  await client.connect();
-  await client.query('drop schema if exists loyalty_bench cascade');
-  await client.query('create schema loyalty_bench');
-  await client.end();
-  const url = new URL(PG_URL);
-  url.searchParams.set('options', '-c search_path=loyalty_bench');
-  return url.toString();
+  return freshPostgresSchema('loyalty_bench');
 }
 
 async function benchEngine(engine: Engine, pageFile: string, onPage: () => Promise<void>): Promise<EngineResult> {
@@ -332,26 +224,7 @@ async function benchEngine(engine: Engine, pageFile: string, onPage: () => Promi
   const databaseUrl = await prepareDatabase(engine);
   const data = await seed(databaseUrl, log, quick ? 20_000 : 1_000_000);
   const result: EngineResult = { engine, workers: {} };
-  // PostgreSQL's counters show what the scale scenarios cost the database (see DatabaseWork).
-  const counters = engine === 'postgres' ? new pg.Client({ connectionString: databaseUrl }) : undefined;
-  await counters?.connect();
-  try {
-    await benchWorkers(engine, databaseUrl, data, result, pageFile, onPage, counters);
-  } finally {
-    await counters?.end();
-  }
-  return result;
-}
 
-async function benchWorkers(
-  engine: Engine,
-  databaseUrl: string,
-  data: BenchData,
-  result: EngineResult,
-  pageFile: string,
-  onPage: () => Promise<void>,
-  counters: pg.Client | undefined,
-): Promise<void> {
   for (const workers of [1, 2]) {
     log(`== ${engine}, WORKERS=${workers}`);
     const server = await startService(databaseUrl, workers);
@@ -384,9 +257,13 @@ async function benchWorkers(
 
       if (workers === 1) {
         log(`== ${engine}: scale (1,000,000 identities and 10,000 rules vs an empty account)`);
+        // PostgreSQL's counters show what create_or_update costs the database (see DatabaseWork).
+        const writes = await withStatistics(engine, databaseUrl, async (statistics) => [
+          await measure('create_or_update, empty account', () => createOrUpdate(server.url, data.empty), statistics),
+          await measure('create_or_update, 1M identities', () => createOrUpdate(server.url, data.large), statistics),
+        ]);
         result.scale = [
-          await measure('create_or_update, empty account', () => createOrUpdate(server.url, data.empty), counters),
-          await measure('create_or_update, 1M identities', () => createOrUpdate(server.url, data.large), counters),
+          ...writes,
           await measure('earning_rules first page, empty account', () => ({
             url: `${server.url}/v1/earning_rules?limit=50`,
             headers: bearer(data.empty.apiKey),
@@ -422,6 +299,7 @@ async function benchWorkers(
       await server.stop();
     }
   }
+  return result;
 }
 
 async function benchPeers(
