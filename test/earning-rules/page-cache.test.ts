@@ -5,6 +5,7 @@ import { createServices } from '../../src/services.js';
 import { openDb } from '../../src/storage/db.js';
 import { bearer, createTenant, createTestApp, type Tenant, type TestApp } from '../helpers/app.js';
 import { changeReaching } from '../helpers/changes.js';
+import { earningRuleFixture as rule } from '../helpers/fixtures.js';
 
 describe('PageCache', () => {
   it('serves a page only at the version it was stored with', () => {
@@ -27,14 +28,6 @@ describe('PageCache', () => {
     cache.set('huge', 1, 'x'.repeat(11));
     expect(cache.get('huge', 1)).toBeUndefined();
   });
-});
-
-const rule = (name: string) => ({
-  name,
-  image_url: 'https://cdn.example.com/r.svg',
-  reward: { type: 'points' },
-  reward_value: { type: 'fixed', fixed: { value: 10 } },
-  earning_limit: null,
 });
 
 // Another process (a second server, or the CLI) changes the rules through its own connection:

@@ -41,8 +41,14 @@ export async function createTestDb(): Promise<TestDb> {
   return testEngine === 'postgres' ? createPostgresTestDb() : createSqliteTestDb();
 }
 
+/** A database of this pass's engine, by URL, and how to drop it. */
+export interface TestDatabaseUrl {
+  url: string;
+  drop(): Promise<void>;
+}
+
 /** A new, empty database URL of this pass's engine (nothing migrated), and how to drop it. */
-export async function createTestDatabaseUrl(): Promise<{ url: string; drop(): Promise<void> }> {
+export async function createTestDatabaseUrl(): Promise<TestDatabaseUrl> {
   if (testEngine === 'sqlite') {
     const dir = mkdtempSync(join(tmpdir(), 'loyalty-test-'));
     return { url: `sqlite:${join(dir, 'test.db')}`, drop: async () => rmSync(dir, { recursive: true, force: true }) };

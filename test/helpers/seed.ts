@@ -18,7 +18,15 @@ export async function withServices<T>(url: string, seed: (services: Services) =>
   }
 }
 
-/** A tenant in the database at `url`. */
-export function seedTenant(url: string, name = 'Shop'): Promise<Tenant> {
-  return withServices(url, (services) => createTenant(services, name));
+/** A tenant in the database at `url`; `prepare` adds to it (settings, rules, …). */
+export function seedTenant(
+  url: string,
+  name = 'Shop',
+  prepare: (services: Services, tenant: Tenant) => Promise<unknown> = async () => {},
+): Promise<Tenant> {
+  return withServices(url, async (services) => {
+    const tenant = await createTenant(services, name);
+    await prepare(services, tenant);
+    return tenant;
+  });
 }

@@ -7,9 +7,9 @@ import { promisify } from 'node:util';
 import { sql } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTenant, createTestDatabaseUrl, type Tenant, testEngine } from '../helpers/app.js';
+import { createTestDatabaseUrl, type Tenant, type TestDatabaseUrl, testEngine } from '../helpers/app.js';
 import { referralSettingsFixture } from '../helpers/fixtures.js';
-import { withServices } from '../helpers/seed.js';
+import { seedTenant } from '../helpers/seed.js';
 import type { ServerProcess } from '../helpers/server-process.js';
 import { CREATE_OR_UPDATE, openStore, Servers, sendJson, tally } from './support.js';
 
@@ -63,17 +63,15 @@ async function waitForAcks(acked: Set<string>, count: number): Promise<void> {
 describe(`backups while the server writes (${testEngine})`, () => {
   const servers = new Servers();
   const cleanups: (() => Promise<void>)[] = [];
-  let database: Awaited<ReturnType<typeof createTestDatabaseUrl>>;
+  let database: TestDatabaseUrl;
   let tenant: Tenant;
   let server: ServerProcess;
 
   beforeAll(async () => {
     database = await createTestDatabaseUrl();
-    tenant = await withServices(database.url, async (services) => {
-      const t = await createTenant(services, 'Backed-up shop');
-      await services.referralSettings.set(t.accountId, referralSettingsFixture);
-      return t;
-    });
+    tenant = await seedTenant(database.url, 'Backed-up shop', (services, t) =>
+      services.referralSettings.set(t.accountId, referralSettingsFixture),
+    );
     server = await servers.start({ DATABASE_URL: database.url, RATE_LIMIT_PER_SECOND: '0' });
   });
   afterAll(async () => {

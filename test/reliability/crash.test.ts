@@ -2,8 +2,8 @@ import http from 'node:http';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Db } from '../../src/storage/db.js';
-import { createTenant, createTestDatabaseUrl, type Tenant, testEngine } from '../helpers/app.js';
-import { withServices } from '../helpers/seed.js';
+import { createTestDatabaseUrl, type Tenant, type TestDatabaseUrl, testEngine } from '../helpers/app.js';
+import { seedTenant } from '../helpers/seed.js';
 import type { ServerProcess } from '../helpers/server-process.js';
 import { CREATE_OR_UPDATE, exitWithin, NoResponse, openStore, Servers, sendJson } from './support.js';
 
@@ -87,13 +87,13 @@ async function client(server: ServerProcess, tenant: Tenant, ledger: Ledger, id:
 
 describe(`crash safety: SIGKILL under write load (${testEngine})`, () => {
   const servers = new Servers();
-  let database: Awaited<ReturnType<typeof createTestDatabaseUrl>>;
+  let database: TestDatabaseUrl;
   let tenant: Tenant;
   let store: Db;
 
   beforeAll(async () => {
     database = await createTestDatabaseUrl();
-    tenant = await withServices(database.url, (services) => createTenant(services, 'Crash shop'));
+    tenant = await seedTenant(database.url, 'Crash shop');
   });
   afterAll(async () => {
     await store?.close();

@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ERROR_STATUS } from '../../src/errors.js';
 import type { Db } from '../../src/storage/db.js';
-import { createTenant, createTestDatabaseUrl, type Tenant, testEngine } from '../helpers/app.js';
+import { createTenant, createTestDatabaseUrl, type Tenant, type TestDatabaseUrl, testEngine } from '../helpers/app.js';
 import { referralSettingsFixture } from '../helpers/fixtures.js';
 import { withServices } from '../helpers/seed.js';
 import type { ServerProcess } from '../helpers/server-process.js';
@@ -353,7 +353,7 @@ const describeRequest = (r: HostileRequest) =>
 
 describe(`hostile input against a real server process (${testEngine})`, () => {
   const servers = new Servers();
-  let database: Awaited<ReturnType<typeof createTestDatabaseUrl>>;
+  let database: TestDatabaseUrl;
   let fixture: Fixture;
   let server: ServerProcess;
   let store: Db;

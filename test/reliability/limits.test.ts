@@ -1,8 +1,8 @@
 import type net from 'node:net';
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTenant, createTestDatabaseUrl, type Tenant, testEngine } from '../helpers/app.js';
-import { withServices } from '../helpers/seed.js';
+import { createTestDatabaseUrl, type Tenant, type TestDatabaseUrl, testEngine } from '../helpers/app.js';
+import { seedTenant } from '../helpers/seed.js';
 import type { ServerProcess } from '../helpers/server-process.js';
 import {
   CREATE_OR_UPDATE,
@@ -25,13 +25,13 @@ const AUTH_FAILURES = 5;
 
 describe(`resource limits of a real server process (${testEngine})`, () => {
   const servers = new Servers();
-  let database: Awaited<ReturnType<typeof createTestDatabaseUrl>>;
+  let database: TestDatabaseUrl;
   let tenant: Tenant;
   let server: ServerProcess;
 
   beforeAll(async () => {
     database = await createTestDatabaseUrl();
-    tenant = await withServices(database.url, (services) => createTenant(services, 'Limits shop'));
+    tenant = await seedTenant(database.url, 'Limits shop');
     server = await servers.start({
       DATABASE_URL: database.url,
       RATE_LIMIT_PER_SECOND: '0',
@@ -165,13 +165,13 @@ describe(`resource limits of a real server process (${testEngine})`, () => {
 
 describe(`failed authentications from one address (${testEngine})`, () => {
   const servers = new Servers();
-  let database: Awaited<ReturnType<typeof createTestDatabaseUrl>>;
+  let database: TestDatabaseUrl;
   let tenant: Tenant;
   let server: ServerProcess;
 
   beforeAll(async () => {
     database = await createTestDatabaseUrl();
-    tenant = await withServices(database.url, (services) => createTenant(services, 'Guessed shop'));
+    tenant = await seedTenant(database.url, 'Guessed shop');
     server = await servers.start({
       DATABASE_URL: database.url,
       RATE_LIMIT_PER_SECOND: '0',

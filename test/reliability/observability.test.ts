@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTenant, createTestDatabaseUrl, type Tenant, testEngine } from '../helpers/app.js';
+import { createTestDatabaseUrl, type Tenant, type TestDatabaseUrl, testEngine } from '../helpers/app.js';
 import { referralSettingsFixture } from '../helpers/fixtures.js';
-import { withServices } from '../helpers/seed.js';
+import { seedTenant } from '../helpers/seed.js';
 import type { ServerProcess } from '../helpers/server-process.js';
 import { CREATE_OR_UPDATE, type Reply, Servers, send, sendJson } from './support.js';
 
@@ -21,17 +21,15 @@ function samples(text: string): Map<string, number> {
 
 describe(`metrics and request ids of a real server process (${testEngine})`, () => {
   const servers = new Servers();
-  let database: Awaited<ReturnType<typeof createTestDatabaseUrl>>;
+  let database: TestDatabaseUrl;
   let tenant: Tenant;
   let server: ServerProcess;
 
   beforeAll(async () => {
     database = await createTestDatabaseUrl();
-    tenant = await withServices(database.url, async (services) => {
-      const t = await createTenant(services, 'Watched shop');
-      await services.referralSettings.set(t.accountId, referralSettingsFixture);
-      return t;
-    });
+    tenant = await seedTenant(database.url, 'Watched shop', (services, t) =>
+      services.referralSettings.set(t.accountId, referralSettingsFixture),
+    );
     server = await servers.start({ DATABASE_URL: database.url, RATE_LIMIT_PER_SECOND: '0', LOG_LEVEL: 'info' });
   });
   afterAll(async () => {

@@ -1,9 +1,9 @@
 import SqliteDatabase from 'better-sqlite3';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTenant, createTestDatabaseUrl, type Tenant, testEngine } from '../helpers/app.js';
+import { createTestDatabaseUrl, type Tenant, type TestDatabaseUrl, testEngine } from '../helpers/app.js';
 import { referralSettingsFixture } from '../helpers/fixtures.js';
-import { withServices } from '../helpers/seed.js';
+import { seedTenant } from '../helpers/seed.js';
 import type { ServerProcess } from '../helpers/server-process.js';
 import {
   CREATE_OR_UPDATE,
@@ -26,12 +26,10 @@ import {
 /** Longest a request may take to be answered while the database is away. */
 const ANSWER_WITHIN_MS = 15_000;
 
-async function seed(url: string): Promise<Tenant> {
-  return withServices(url, async (services) => {
-    const tenant = await createTenant(services, 'Outage shop');
-    await services.referralSettings.set(tenant.accountId, referralSettingsFixture);
-    return tenant;
-  });
+function seed(url: string): Promise<Tenant> {
+  return seedTenant(url, 'Outage shop', (services, tenant) =>
+    services.referralSettings.set(tenant.accountId, referralSettingsFixture),
+  );
 }
 
 /** One request to each API route, /readyz and /healthz, at once; each must be answered. */
@@ -56,7 +54,7 @@ async function probe(server: ServerProcess, tenant: Tenant, n: string) {
 
 describe.skipIf(testEngine !== 'postgres')('PostgreSQL unreachable behind a TCP proxy', () => {
   const servers = new Servers();
-  let database: Awaited<ReturnType<typeof createTestDatabaseUrl>>;
+  let database: TestDatabaseUrl;
   let proxy: TcpProxy;
   let tenant: Tenant;
   let server: ServerProcess;
@@ -129,7 +127,7 @@ describe.skipIf(testEngine !== 'postgres')('PostgreSQL unreachable behind a TCP 
 
 describe.skipIf(testEngine !== 'sqlite')('SQLite write lock held by another process', () => {
   const servers = new Servers();
-  let database: Awaited<ReturnType<typeof createTestDatabaseUrl>>;
+  let database: TestDatabaseUrl;
   let tenant: Tenant;
   let server: ServerProcess;
 

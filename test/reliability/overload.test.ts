@@ -2,8 +2,8 @@ import http from 'node:http';
 import autocannon from 'autocannon';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTenant, createTestDatabaseUrl, type Tenant, testEngine } from '../helpers/app.js';
-import { withServices } from '../helpers/seed.js';
+import { createTestDatabaseUrl, type Tenant, type TestDatabaseUrl, testEngine } from '../helpers/app.js';
+import { seedTenant } from '../helpers/seed.js';
 import type { ServerProcess } from '../helpers/server-process.js';
 import {
   CREATE_OR_UPDATE,
@@ -40,14 +40,13 @@ function largeIdentity(distinctId: string): object {
 
 describe(`overload: event-loop saturation (${testEngine})`, () => {
   const servers = new Servers();
-  let database: Awaited<ReturnType<typeof createTestDatabaseUrl>>;
+  let database: TestDatabaseUrl;
   let tenant: Tenant;
   let server: ServerProcess;
 
   beforeAll(async () => {
     database = await createTestDatabaseUrl();
-    tenant = await withServices(database.url, async (services) => {
-      const t = await createTenant(services, 'Busy shop');
+    tenant = await seedTenant(database.url, 'Busy shop', async (services, t) => {
       // A full page of 250 rules: each list answer is ~100 KB of JSON to serialise.
       const rule = {
         image_url: 'https://cdn.example/rule.png',
@@ -62,7 +61,6 @@ describe(`overload: event-loop saturation (${testEngine})`, () => {
         t.accountId,
         Array.from({ length: 250 }, (_, i) => ({ ...rule, name: `Rule ${i}` })),
       );
-      return t;
     });
     server = await servers.start({
       DATABASE_URL: database.url,

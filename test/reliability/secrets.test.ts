@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTenant, createTestDatabaseUrl, type Tenant, testEngine } from '../helpers/app.js';
+import { createTenant, createTestDatabaseUrl, type Tenant, type TestDatabaseUrl, testEngine } from '../helpers/app.js';
 import { loyalty } from '../helpers/cli.js';
 import { referralSettingsFixture } from '../helpers/fixtures.js';
 import { withServices } from '../helpers/seed.js';
@@ -50,7 +50,7 @@ function findLeaks(text: string, secrets: Record<string, string>): string[] {
 
 describe(`secrets stay out of logs and listings (${testEngine})`, () => {
   const servers = new Servers();
-  let database: Awaited<ReturnType<typeof createTestDatabaseUrl>>;
+  let database: TestDatabaseUrl;
   let s: Secrets;
   let all: Record<string, string>;
   let server: ServerProcess;

@@ -2,8 +2,8 @@ import http from 'node:http';
 import net from 'node:net';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTenant, createTestDatabaseUrl, type Tenant, testEngine } from '../helpers/app.js';
-import { withServices } from '../helpers/seed.js';
+import { createTestDatabaseUrl, type Tenant, type TestDatabaseUrl, testEngine } from '../helpers/app.js';
+import { seedTenant } from '../helpers/seed.js';
 import {
   CREATE_OR_UPDATE,
   checkContractError,
@@ -39,12 +39,12 @@ function refused(port: number): Promise<boolean> {
 
 describe(`graceful shutdown on SIGTERM (${testEngine})`, () => {
   const servers = new Servers();
-  let database: Awaited<ReturnType<typeof createTestDatabaseUrl>>;
+  let database: TestDatabaseUrl;
   let tenant: Tenant;
 
   beforeAll(async () => {
     database = await createTestDatabaseUrl();
-    tenant = await withServices(database.url, (services) => createTenant(services, 'Shutdown shop'));
+    tenant = await seedTenant(database.url, 'Shutdown shop');
   });
   afterAll(async () => {
     await servers.killAll();

@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ReferralSettings } from '../../src/referral-settings/schemas.js';
 import type { Db } from '../../src/storage/db.js';
-import { createTenant, createTestDatabaseUrl, type Tenant, testEngine } from '../helpers/app.js';
+import { createTenant, createTestDatabaseUrl, type Tenant, type TestDatabaseUrl, testEngine } from '../helpers/app.js';
 import { referralSettingsFixture } from '../helpers/fixtures.js';
 import { withServices } from '../helpers/seed.js';
 import type { ServerProcess } from '../helpers/server-process.js';
@@ -44,7 +44,7 @@ async function rowsOf(store: Db, accountId: number): Promise<string> {
 
 describe(`tenant isolation through a real server process (${testEngine})`, () => {
   const servers = new Servers();
-  let database: Awaited<ReturnType<typeof createTestDatabaseUrl>>;
+  let database: TestDatabaseUrl;
   let server: ServerProcess;
   let store: Db;
   let a: Tenant;

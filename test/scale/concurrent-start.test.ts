@@ -2,14 +2,14 @@ import { sql } from 'kysely';
 import { afterAll, describe, expect, it } from 'vitest';
 import { openDb } from '../../src/storage/db.js';
 import { migrations } from '../../src/storage/migrations/index.js';
-import { createTestDatabaseUrl, testEngine } from '../helpers/app.js';
+import { createTestDatabaseUrl, type TestDatabaseUrl, testEngine } from '../helpers/app.js';
 import { type ServerProcess, startServer } from '../helpers/server-process.js';
 
 // Several processes starting at once on an empty database: one migrates, the others wait, and
 // all of them serve (PostgreSQL: Kysely's advisory lock; SQLite: the write lock, retried).
 describe(`server processes starting at once on an empty ${testEngine} database`, () => {
   let servers: ServerProcess[] = [];
-  let database: Awaited<ReturnType<typeof createTestDatabaseUrl>> | undefined;
+  let database: TestDatabaseUrl | undefined;
   afterAll(async () => {
     await Promise.all(servers.map((s) => s.stop()));
     await database?.drop();

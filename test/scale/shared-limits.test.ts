@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTenant, createTestDatabaseUrl, type Tenant, testEngine } from '../helpers/app.js';
+import { createTenant, createTestDatabaseUrl, type Tenant, type TestDatabaseUrl, testEngine } from '../helpers/app.js';
 import { loyalty } from '../helpers/cli.js';
 import { referralSettingsFixture } from '../helpers/fixtures.js';
 import { assertRedisReachable, testRedisUrl } from '../helpers/redis.js';
@@ -8,7 +8,7 @@ import { type ServerProcess, startServer } from '../helpers/server-process.js';
 
 // Two real server processes on one database and one Redis: what one knows, the other must too.
 describe.skipIf(!testRedisUrl)(`two server processes sharing one database (${testEngine}) and Redis`, () => {
-  let database: Awaited<ReturnType<typeof createTestDatabaseUrl>>;
+  let database: TestDatabaseUrl;
   let servers: ServerProcess[] = [];
   let tenant: Tenant;
   const limit = 5;

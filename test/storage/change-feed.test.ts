@@ -5,7 +5,7 @@ import { createServices, type Services } from '../../src/services.js';
 import { AccountCache, type ChangeFeed, FEED_APPLICATION_NAME } from '../../src/storage/change-feed.js';
 import { type Db, openDb } from '../../src/storage/db.js';
 import { createTenant, createTestDb, type Tenant, type TestDb, testEngine } from '../helpers/app.js';
-import { referralSettingsFixture } from '../helpers/fixtures.js';
+import { earningRuleFixture, referralSettingsFixture } from '../helpers/fixtures.js';
 import { eventually } from '../reliability/support.js';
 
 // The caches of referral settings and earning-rules versions on PostgreSQL: values kept in one
@@ -77,13 +77,7 @@ describe.skipIf(testEngine !== 'postgres')('ChangeFeed and AccountCache on Postg
   it('notifies earning-rules changes made by any write path, including plain SQL', async () => {
     await untilLive();
     const viaService = nextChange();
-    await elsewhere.earningRules.create(tenant.accountId, {
-      name: 'Sign up',
-      image_url: 'https://cdn.example.com/r.svg',
-      reward: { type: 'points' },
-      reward_value: { type: 'fixed', fixed: { value: 10 } },
-      earning_limit: null,
-    });
+    await elsewhere.earningRules.create(tenant.accountId, earningRuleFixture('Sign up'));
     expect(await viaService).toBe('earning_rules');
 
     const viaSql = nextChange();
