@@ -29,6 +29,12 @@ export interface Config {
   readonly maxConnections: number;
   /** Failed authentications per minute from one address before it gets `429`; 0: no limit. */
   readonly authFailuresPerMinute: number;
+  /**
+   * The address clients use to reach the service (`https://loyalty.example.com`), without a
+   * trailing slash: the OAuth issuer and the OpenAPI `servers` entry. Null: derived from
+   * HOST, PORT and TLS (`http://127.0.0.1:3000`).
+   */
+  readonly publicUrl: string | null;
 }
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -102,6 +108,7 @@ export function loadConfig(env: Env = process.env, options: { listening?: boolea
   const requestTimeoutMs = integer('REQUEST_TIMEOUT_MS', 10_000, 100, 600_000);
   const maxConnections = integer('MAX_CONNECTIONS', 10_000, 1, 1_000_000);
   const authFailuresPerMinute = integer('AUTH_FAILURES_PER_MINUTE', 30, 0, 1_000_000);
+  const publicUrl = parsePublicUrl(read('PUBLIC_URL'), problems);
   if (workers > 1 && rateLimitPerSecond > 0 && redisUrl === null) {
     problems.push(
       `WORKERS=${workers} needs REDIS_URL: the rate limit of ${rateLimitPerSecond}/s per credential must hold across processes ` +
@@ -135,7 +142,32 @@ export function loadConfig(env: Env = process.env, options: { listening?: boolea
     requestTimeoutMs,
     maxConnections,
     authFailuresPerMinute,
+    publicUrl,
   });
+}
+
+/** The address clients use: PUBLIC_URL if set, else the one HOST, PORT and TLS give. */
+export function publicBaseUrl(config: Pick<Config, 'publicUrl' | 'host' | 'port' | 'tls'>): string {
+  if (config.publicUrl !== null) return config.publicUrl;
+  const host = config.host.includes(':') ? `[${config.host}]` : config.host;
+  return `${config.tls ? 'https' : 'http'}://${host}:${config.port}`;
+}
+
+function parsePublicUrl(raw: string | undefined, problems: string[]): string | null {
+  if (raw === undefined) return null;
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    problems.push(`PUBLIC_URL must be an absolute http(s) URL such as https://loyalty.example.com, got "${raw}"`);
+    return null;
+  }
+  if ((url.protocol !== 'https:' && url.protocol !== 'http:') || url.search || url.hash || url.username) {
+    problems.push(`PUBLIC_URL must be an http(s) URL without credentials, query or fragment, got "${raw}"`);
+    return null;
+  }
+  // RFC 8414 2: the issuer is a URL without query or fragment; kept without a trailing slash.
+  return url.href.replace(/\/+$/, '');
 }
 
 function parseTrustProxy(raw: string | undefined, problems: string[]): boolean | string {

@@ -20,6 +20,7 @@ describe('loadConfig', () => {
       requestTimeoutMs: 10_000,
       maxConnections: 10_000,
       authFailuresPerMinute: 30,
+      publicUrl: null,
     });
   });
 
