@@ -1,7 +1,7 @@
 // Writes docs/benchmarks.md from one run's figures: nothing in that file is typed by hand.
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import type { EngineResult, Row } from './run.js';
+import type { EngineResult, Row } from './results.js';
 
 export interface Report {
   started: Date;

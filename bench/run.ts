@@ -17,6 +17,8 @@ import {
   startService,
   stopChild,
 } from './processes.js';
+import { writeReport } from './report.js';
+import type { DatabaseWork, Engine, EngineResult, Figures, Row } from './results.js';
 import { type BenchData, seed } from './seed.js';
 
 const quick = process.env.BENCH_QUICK === '1';
@@ -32,35 +34,6 @@ const FIXED_RATE_CONNECTIONS = 10;
 const ENGINES = (process.env.BENCH_ENGINES ?? 'sqlite,postgres').split(',') as Engine[];
 const DATA_DIR = join(ROOT, 'bench', '.data');
 const log = (line: string) => process.stdout.write(`${line}\n`);
-
-type Engine = 'sqlite' | 'postgres';
-
-interface Figures {
-  rps: number;
-  /** Requests answered in the run. */
-  requests: number;
-  p50: number;
-  p99: number;
-  errors: number;
-  non2xx: number;
-}
-
-interface Row extends Omit<Figures, 'requests'> {
-  name: string;
-  runs: number[];
-  /** PostgreSQL's own counters over the measured runs, per request (the scale scenarios). */
-  database?: DatabaseWork;
-}
-
-/** What PostgreSQL did per request: WAL written, full-page images, blocks read, HOT updates. */
-export interface DatabaseWork {
-  walBytes: number;
-  fullPageImages: number;
-  blocksRead: number;
-  blocksHit: number;
-  /** Share of row updates that stayed on their page without new index entries. */
-  hotShare: number;
-}
 
 // ---------------------------------------------------------------------------------------------
 // load
@@ -202,13 +175,6 @@ function createOrUpdate(url: string, account: BenchData['base']): autocannon.Opt
 
 // ---------------------------------------------------------------------------------------------
 // the run
-
-interface EngineResult {
-  engine: Engine;
-  workers: Record<number, { rows: Row[]; memory: number[] }>;
-  scale?: Row[];
-  fixedRate?: Row[];
-}
 
 async function prepareDatabase(engine: Engine): Promise<string> {
   if (engine === 'sqlite') {
@@ -380,7 +346,6 @@ async function main(): Promise<void> {
     if (engine === 'sqlite') rmSync(join(DATA_DIR, 'bench.db'), { force: true });
   }
   peers ??= await benchPeers(pageFile);
-  const { writeReport } = await import('./report.js');
   const file = writeReport({
     started,
     finished: new Date(),
@@ -407,5 +372,3 @@ async function main(): Promise<void> {
 }
 
 await main();
-
-export type { EngineResult, Row };
