@@ -107,7 +107,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     // With Redis unreachable the limit is skipped (and logged), not every request failed.
     skipOnError: true,
   });
-  registerAuth(app, services.credentials, config);
+  registerAuth(app, services.credentials, config, options.redis ?? null);
   await registerOpenApi(app);
 
   app.get('/healthz', { schema: { tags: ['Service'], summary: 'Liveness' }, config: answersUnderLoad }, async () => ({

@@ -27,7 +27,7 @@ export interface Config {
   readonly requestTimeoutMs: number;
   /** Most open connections per process; further ones are closed at once. */
   readonly maxConnections: number;
-  /** Failed authentications per minute from one address before it gets `429`; 0: no limit. */
+  /** Failed authentications per minute from one address before its failures get `429`; 0: no limit. */
   readonly authFailuresPerMinute: number;
   /**
    * The address clients use to reach the service (`https://loyalty.example.com`), without a

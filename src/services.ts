@@ -36,7 +36,13 @@ export function createServices(db: Db, options: ServiceOptions): Services {
   return {
     accounts,
     apps,
-    credentials: new CredentialsService(db.kysely, clock, accounts, apps, options.accessTokenTtlSeconds),
+    credentials: new CredentialsService(
+      db.kysely,
+      clock,
+      accounts,
+      (clientId) => apps.requireByClientId(clientId),
+      options.accessTokenTtlSeconds,
+    ),
     referralSettings: new ReferralSettingsService(db, clock, accounts),
     customerIdentities: new CustomerIdentitiesService(db, clock, accounts),
     earningRules: new EarningRulesService(db, clock, accounts),

@@ -35,6 +35,20 @@ export async function findAccessTokenByHash(db: Kysely<Database>, hash: string):
   return db.selectFrom('access_tokens').selectAll().where('token_hash', '=', hash).executeTakeFirst();
 }
 
+/** The access token with this hash, with its app's client_id (which names its grant across databases). */
+export async function findAccessTokenWithClientId(
+  db: Kysely<Database>,
+  hash: string,
+): Promise<(AccessTokenRow & { client_id: string }) | undefined> {
+  return db
+    .selectFrom('access_tokens')
+    .innerJoin('apps', 'apps.id', 'access_tokens.app_id')
+    .selectAll('access_tokens')
+    .select('apps.client_id')
+    .where('access_tokens.token_hash', '=', hash)
+    .executeTakeFirst();
+}
+
 export async function revokeAccessTokenByHash(db: Kysely<Database>, hash: string, now: number): Promise<boolean> {
   const result = await db
     .updateTable('access_tokens')

@@ -18,6 +18,14 @@ export const API_KEY_PREFIX = 'api_';
 export const ACCESS_TOKEN_PREFIX = 'oa2_';
 export const CLIENT_SECRET_PREFIX = 'cs_';
 
+// What newSecret makes, with the contract's lower bound of 32 random characters.
+const CREDENTIAL_SHAPE = /^(?:api|oa2)_[0-9A-Za-z]{32,200}$/;
+
+/** True when `value` has the form of an API key or access token (anything else is none). */
+export function isCredentialShaped(value: string): boolean {
+  return CREDENTIAL_SHAPE.test(value);
+}
+
 /** A new secret: the prefix and 40 random base62 characters (about 238 bits). */
 export function newSecret(prefix: string): string {
   return prefix + randomBase62(40);

@@ -1,12 +1,11 @@
 import type { Kysely } from 'kysely';
 import type { AccountsService } from '../accounts/service.js';
-import type { AppsService } from '../apps/service.js';
 import type { Clock } from '../clock.js';
 import { DomainError, invalidParameter, notFound } from '../errors.js';
 import { loadOnce } from '../load-once.js';
 import type { Database } from '../storage/schema.js';
 import {
-  findAccessTokenByHash,
+  findAccessTokenWithClientId,
   findApiKeyByHash,
   insertAccessToken,
   insertApiKey,
@@ -15,7 +14,7 @@ import {
   revokeApiKey,
 } from './repository.js';
 import { ALL_SCOPES, decodeScopes, encodeScopes, parseScopes, type Scope } from './scopes.js';
-import { ACCESS_TOKEN_PREFIX, API_KEY_PREFIX, newSecret, redact, sha256Hex } from './secrets.js';
+import { ACCESS_TOKEN_PREFIX, API_KEY_PREFIX, isCredentialShaped, newSecret, redact, sha256Hex } from './secrets.js';
 
 /** Who is calling: the credential a request authenticated with. */
 export interface Credential {
@@ -23,8 +22,9 @@ export interface Credential {
   /** Row id of the key or token. */
   id: number;
   /**
-   * A stable, non-secret name for the credential (part of its hash), unique across databases:
-   * the rate-limit key, so deployments or test databases sharing one Redis never share counters.
+   * A stable, non-secret name for what is limited, unique across databases so that deployments
+   * or test databases sharing one Redis never share counters: part of the credential's hash, or
+   * for a token issued through OAuth, of its grant's name (so refreshing gives no new allowance).
    */
   rateLimitKey: string;
   accountId: number;
@@ -45,6 +45,19 @@ export interface ApiKeySummary {
   scopes: Scope[];
   revoked: boolean;
 }
+
+/** What issuing an access token needs to know of an app. */
+export interface TokenApp {
+  id: number;
+  client_id: string;
+  scopes: Scope[];
+}
+
+/**
+ * Finds an app by client_id, or throws `404 not_found`. Passed in by the layer that builds the
+ * services, so auth (below apps, which use its scopes and secrets) never imports apps.
+ */
+export type FindApp = (clientId: string) => Promise<TokenApp>;
 
 export interface IssuedToken {
   access_token: string;
@@ -71,7 +84,7 @@ export class CredentialsService {
     private readonly db: Kysely<Database>,
     private readonly clock: Clock,
     private readonly accounts: AccountsService,
-    private readonly apps: AppsService,
+    private readonly findApp: FindApp,
     private readonly accessTokenTtlSeconds: number,
   ) {}
 
@@ -120,7 +133,7 @@ export class CredentialsService {
     scopes?: string | readonly string[];
     ttlSeconds?: number;
   }): Promise<IssuedToken> {
-    const app = await this.apps.requireByClientId(input.clientId);
+    const app = await this.findApp(input.clientId);
     await this.accounts.require(input.accountId);
     const requested = parseScopes(input.scopes, app.scopes);
     const beyond = requested.filter((scope) => !app.scopes.includes(scope));
@@ -173,31 +186,37 @@ export class CredentialsService {
   }
 
   /**
-   * The live credential for a bearer value, or null when it is unknown, revoked or expired
-   * (the contract answers all three alike).
+   * The credential for a bearer value if this process has read it live within API_KEY_CACHE_MS,
+   * without touching the database; null when it would have to look.
    */
-  async authenticate(bearer: string): Promise<Credential | null> {
-    const hash = sha256Hex(bearer);
-    const now = this.clock.now();
+  cached(bearer: string, hash = sha256Hex(bearer)): Credential | null {
+    if (!bearer.startsWith(API_KEY_PREFIX)) return null;
+    const cached = this.apiKeys.get(hash);
+    return cached && cached.until > performance.now() ? cached.credential : null;
+  }
+
+  /**
+   * The live credential for a bearer value, or null when it is unknown, revoked or expired
+   * (the contract answers all three alike). A value that cannot be a credential is refused
+   * without a read.
+   */
+  async authenticate(bearer: string, hash = sha256Hex(bearer)): Promise<Credential | null> {
+    if (!isCredentialShaped(bearer)) return null;
     if (bearer.startsWith(API_KEY_PREFIX)) {
-      const cached = this.apiKeys.get(hash);
-      if (cached && cached.until > performance.now()) return cached.credential;
       // When a busy key's entry expires, its waiting requests share one read.
-      return loadOnce(this.apiKeyLoads, hash, () => this.loadApiKey(hash));
+      return this.cached(bearer, hash) ?? loadOnce(this.apiKeyLoads, hash, () => this.loadApiKey(hash));
     }
-    if (bearer.startsWith(ACCESS_TOKEN_PREFIX)) {
-      const row = await findAccessTokenByHash(this.db, hash);
-      if (!row || row.revoked_at !== null || row.expires_at <= now) return null;
-      return {
-        kind: 'access_token',
-        id: row.id,
-        rateLimitKey: hash.slice(0, 32),
-        accountId: row.account_id,
-        appId: row.app_id,
-        scopes: decodeScopes(row.scopes),
-      };
-    }
-    return null;
+    const row = await findAccessTokenWithClientId(this.db, hash);
+    if (!row || row.revoked_at !== null || row.expires_at <= this.clock.now()) return null;
+    return {
+      kind: 'access_token',
+      id: row.id,
+      rateLimitKey:
+        row.grant_id === null ? hash.slice(0, 32) : sha256Hex(`grant:${row.client_id}:${row.grant_id}`).slice(0, 32),
+      accountId: row.account_id,
+      appId: row.app_id,
+      scopes: decodeScopes(row.scopes),
+    };
   }
 }
 

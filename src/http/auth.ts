@@ -1,5 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Redis } from 'ioredis';
 import { grants, type Scope } from '../auth/scopes.js';
+import { sha256Hex } from '../auth/secrets.js';
 import type { Credential, CredentialsService } from '../auth/service.js';
 import { insufficientScope, unauthorized } from '../auth/service.js';
 import type { Config } from '../config.js';
@@ -28,24 +30,23 @@ const BEARER = /^Bearer +([A-Za-z0-9_]{1,200}) *$/i;
 /**
  * Authenticates every request to a route that declares `config.auth`: bearer parsing, the
  * credential's scopes, then the per-credential rate limit. Runs before the body is parsed, so an
- * anonymous caller learns nothing about validation.
+ * anonymous caller learns nothing about validation. `redis` shares the record of failed
+ * credentials between processes, as it shares the counters.
  */
-export function registerAuth(app: FastifyInstance, credentials: CredentialsService, config: Config): void {
+export function registerAuth(
+  app: FastifyInstance,
+  credentials: CredentialsService,
+  config: Config,
+  redis: Redis | null = null,
+): void {
   app.decorateRequest('credential', null);
   const limit = rateLimiter(app, config);
-  const failures = failureLimiter(app, config);
+  const failures = failureThrottle(app, config, redis);
 
   app.addHook('onRequest', async (request, reply) => {
     const auth = request.routeOptions.config.auth;
     if (!auth) return;
-    await failures?.refuseIfBlocked(request);
-    let credential: Credential;
-    try {
-      credential = await authenticate(request, credentials);
-    } catch (error) {
-      await failures?.record(request);
-      throw error;
-    }
+    const credential = await authenticate(request, credentials, failures);
     if (auth.accessTokenOnly && credential.kind !== 'access_token') {
       throw new DomainError(
         'oauth_token_required',
@@ -58,46 +59,106 @@ export function registerAuth(app: FastifyInstance, credentials: CredentialsServi
   });
 }
 
-async function authenticate(request: FastifyRequest, credentials: CredentialsService): Promise<Credential> {
-  const header = request.headers.authorization;
+const UNKNOWN_CREDENTIAL = 'the credential is unknown, revoked or expired';
+
+/** The bearer value of the Authorization header and its hash, or the 401 it deserves as it is. */
+type Presented = { token: string; hash: string } | { refusal: DomainError };
+
+function readBearer(header: string | undefined): Presented {
   if (header === undefined || header.trim() === '') {
-    throw unauthorized('an Authorization: Bearer header is required', false);
+    return { refusal: unauthorized('an Authorization: Bearer header is required', false) };
   }
   if (!/^Bearer(\s|$)/i.test(header)) {
-    throw unauthorized('the Authorization header must use the Bearer scheme', false);
+    return { refusal: unauthorized('the Authorization header must use the Bearer scheme', false) };
   }
   const token = BEARER.exec(header)?.[1];
-  const credential = token === undefined ? null : await credentials.authenticate(token);
-  if (!credential) throw unauthorized('the credential is unknown, revoked or expired', true);
-  return credential;
+  if (token === undefined) return { refusal: unauthorized(UNKNOWN_CREDENTIAL, true) };
+  return { token, hash: sha256Hex(token) };
 }
 
 /**
- * Slows credential guessing: an address with too many failed authentications in a minute gets
- * `429 rate_limited` until the minute is over, before its credential is even looked up. The
- * counters live in the same store as the rate limit (Redis when configured), so they hold
- * across processes.
+ * The caller's credential, or the refusal. A valid credential is served whatever its address
+ * did; the failure throttle only decides how a failure is answered (401, or 429 past the
+ * limit) and spares the database the credentials it already knows to be bad.
  */
-function failureLimiter(app: FastifyInstance, config: Config) {
+async function authenticate(
+  request: FastifyRequest,
+  credentials: CredentialsService,
+  failures: FailureThrottle | null,
+): Promise<Credential> {
+  const presented = readBearer(request.headers.authorization);
+  if ('token' in presented) {
+    // An API key this process has just read live: no database, no throttle.
+    const cached = credentials.cached(presented.token, presented.hash);
+    if (cached) return cached;
+  }
+  const retryAfter = (await failures?.blockedFor(request)) ?? null;
+  if ('token' in presented && !(await failures?.knownBad(presented.hash, retryAfter !== null))) {
+    const credential = await credentials.authenticate(presented.token, presented.hash);
+    if (credential) return credential;
+  }
+  await failures?.record(request, 'token' in presented ? presented.hash : null);
+  if (retryAfter !== null) {
+    throw new DomainError('rate_limited', 'too many failed authentications from this address; retry later', undefined, {
+      'Retry-After': String(retryAfter),
+    });
+  }
+  throw 'refusal' in presented ? presented.refusal : unauthorized(UNKNOWN_CREDENTIAL, true);
+}
+
+/** How long a failed credential is remembered: the throttle's window. */
+const FAILURE_WINDOW_MS = 60_000;
+const KNOWN_BAD_ENTRIES = 10_000;
+
+type FailureThrottle = ReturnType<typeof failureThrottle>;
+
+/**
+ * Failed authentications per address (the counters live with the rate limit's, in Redis when
+ * configured), and the hashes of credentials that failed recently. Past the limit, an address
+ * gets `429` for any credential that fails, and for one known to have failed (here or, through
+ * Redis, in another process) without a database read. A credential that failed stays bad:
+ * unknown values are never issued later, revocation and expiry are final. See docs/decisions.md.
+ */
+function failureThrottle(app: FastifyInstance, config: Config, redis: Redis | null) {
   if (config.authFailuresPerMinute === 0) return null;
   const counter = app.createRateLimit({
     max: config.authFailuresPerMinute,
-    timeWindow: 60_000,
+    timeWindow: FAILURE_WINDOW_MS,
     keyGenerator: (request) => `auth-failures:${request.ip}`,
   });
+  // Insertion order is age order: the oldest entry goes first when full.
+  const knownBad = new Map<string, number>();
+  const sharedKey = (hash: string) => `loyalty:auth-failed:${hash}`;
+
   return {
-    async refuseIfBlocked(request: FastifyRequest): Promise<void> {
+    /** Seconds until the address may fail again, or null when it is under the limit. */
+    async blockedFor(request: FastifyRequest): Promise<number | null> {
       const state = await counter(request, { increment: false });
-      if (state.isAllowed || state.remaining > 0) return;
-      throw new DomainError(
-        'rate_limited',
-        'too many failed authentications from this address; retry later',
-        undefined,
-        { 'Retry-After': String(Math.max(1, state.ttlInSeconds)) },
-      );
+      if (state.isAllowed || state.remaining > 0) return null;
+      return Math.max(1, state.ttlInSeconds);
     },
-    async record(request: FastifyRequest): Promise<void> {
+
+    /** Whether this credential failed recently: here, or with `shared`, in any process. */
+    async knownBad(hash: string, shared: boolean): Promise<boolean> {
+      const until = knownBad.get(hash);
+      if (until !== undefined && until > performance.now()) return true;
+      if (!shared || !redis) return false;
+      try {
+        return (await redis.exists(sharedKey(hash))) === 1;
+      } catch {
+        // Without Redis the database decides, as it would without the throttle.
+        return false;
+      }
+    },
+
+    /** Counts a failure against the address and remembers the credential that failed. */
+    async record(request: FastifyRequest, hash: string | null): Promise<void> {
       await counter(request);
+      if (hash === null) return;
+      knownBad.delete(hash);
+      if (knownBad.size >= KNOWN_BAD_ENTRIES) knownBad.delete(knownBad.keys().next().value as string);
+      knownBad.set(hash, performance.now() + FAILURE_WINDOW_MS);
+      await redis?.set(sharedKey(hash), '1', 'PX', FAILURE_WINDOW_MS).catch(() => undefined);
     },
   };
 }

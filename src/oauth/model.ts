@@ -289,6 +289,7 @@ export function createModel(deps: ModelDeps, purpose: ModelPurpose, options: { d
           created_at: now,
           expires_at: accessExpiresAt,
           revoked_at: null,
+          grant_id: grantId,
         });
         await insertRefreshToken(trx, {
           token_hash: sha256Hex(refreshToken),

@@ -65,6 +65,8 @@ export interface AccessTokensTable {
   created_at: number;
   expires_at: number;
   revoked_at: number | null;
+  /** The OAuth grant the token descends from; null for tokens issued through the CLI. */
+  grant_id: number | null;
 }
 
 export interface CustomersTable {
