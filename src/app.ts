@@ -3,6 +3,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import underPressure from '@fastify/under-pressure';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify';
 import type { Redis } from 'ioredis';
+import { Type } from 'typebox';
 import { type Clock, systemClock } from './clock.js';
 import type { Config } from './config.js';
 import customerIdentityRoutes from './customer-identities/routes.js';
@@ -14,6 +15,7 @@ import { REDACTED_LOG_PATHS, serializeRequest } from './http/log-redaction.js';
 import { answersUnderLoad, registerMetrics } from './http/metrics.js';
 import { registerOpenApi } from './http/openapi.js';
 import { requestId } from './http/request-id.js';
+import { errorRef } from './http/schemas.js';
 import { registerTransportRules } from './http/transport.js';
 import { registerValidators } from './http/validation.js';
 import oauthRoutes from './oauth/routes.js';
@@ -83,7 +85,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   app.decorate('services', services);
 
   app.server.maxConnections = config.maxConnections;
-  const metrics = registerMetrics(app);
+  const metrics = registerMetrics(app, config);
   registerValidators(app);
   registerErrorHandling(app, { onDatabaseError: metrics.databaseError });
   registerTransportRules(app, config);
@@ -108,15 +110,44 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     skipOnError: true,
   });
   registerAuth(app, services.credentials, config, options.redis ?? null);
-  await registerOpenApi(app);
+  await registerOpenApi(app, config);
 
-  app.get('/healthz', { schema: { tags: ['Service'], summary: 'Liveness' }, config: answersUnderLoad }, async () => ({
-    status: 'ok',
-  }));
-  app.get('/readyz', { schema: { tags: ['Service'], summary: 'Readiness: the database answers' } }, async () => {
-    if (!(await isReachable(db))) throw new DomainError('unavailable', 'the database is unreachable');
-    return { status: 'ready' };
-  });
+  app.get(
+    '/healthz',
+    {
+      schema: {
+        operationId: 'checkLiveness',
+        tags: ['Service'],
+        summary: 'Liveness: the process answers',
+        description: 'Answers while the process runs, also under overload; never touches the database.',
+        response: {
+          200: Type.Object({ status: Type.Literal('ok') }, { description: 'The process is alive' }),
+          503: errorRef('unavailable: the process is shutting down'),
+        },
+      },
+      config: answersUnderLoad,
+    },
+    async () => ({ status: 'ok' as const }),
+  );
+  app.get(
+    '/readyz',
+    {
+      schema: {
+        operationId: 'checkReadiness',
+        tags: ['Service'],
+        summary: 'Readiness: the database answers',
+        description: 'For a load balancer: 200 while this process can serve requests, 503 while it cannot.',
+        response: {
+          200: Type.Object({ status: Type.Literal('ready') }, { description: 'The database answers' }),
+          503: errorRef('unavailable: the database is unreachable, the process is overloaded or shutting down'),
+        },
+      },
+    },
+    async () => {
+      if (!(await isReachable(db))) throw new DomainError('unavailable', 'the database is unreachable');
+      return { status: 'ready' as const };
+    },
+  );
 
   await app.register(referralSettingsRoutes);
   await app.register(customerIdentityRoutes);
@@ -127,13 +158,14 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
 
 /**
  * Headers for a JSON API: nothing is sniffed, framed, cached or sent as a referrer. The docs
- * page (/docs) keeps its own policy, since Swagger UI runs scripts.
+ * page (/docs) gets its own content security policy (DOCS_CSP in http/openapi.ts, never framed
+ * either), since Swagger UI runs scripts.
  */
 function setSecurityHeaders(url: string, reply: FastifyReply): void {
   reply.header('x-content-type-options', 'nosniff');
   reply.header('referrer-policy', 'no-referrer');
-  if (url.startsWith('/docs')) return;
   reply.header('x-frame-options', 'DENY');
+  if (url.startsWith('/docs')) return;
   if (!reply.hasHeader('content-security-policy')) {
     reply.header('content-security-policy', "default-src 'none'; frame-ancestors 'none'");
   }

@@ -35,6 +35,10 @@ export interface Config {
    * HOST, PORT and TLS (`http://127.0.0.1:3000`).
    */
   readonly publicUrl: string | null;
+  /** Port of a separate listener for `/metrics` (then not served on PORT); null: on PORT. */
+  readonly metricsPort: number | null;
+  /** Bearer token `/metrics` requires; null: none. */
+  readonly metricsToken: string | null;
 }
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -109,6 +113,17 @@ export function loadConfig(env: Env = process.env, options: { listening?: boolea
   const maxConnections = integer('MAX_CONNECTIONS', 10_000, 1, 1_000_000);
   const authFailuresPerMinute = integer('AUTH_FAILURES_PER_MINUTE', 30, 0, 1_000_000);
   const publicUrl = parsePublicUrl(read('PUBLIC_URL'), problems);
+  const metricsPort = read('METRICS_PORT') === undefined ? null : integer('METRICS_PORT', 0, 0, 65535);
+  if (metricsPort !== null && metricsPort !== 0 && metricsPort === port) {
+    problems.push(`METRICS_PORT must differ from PORT (both are ${port}): metrics get a listener of their own`);
+  }
+  const metricsToken = read('METRICS_TOKEN') ?? null;
+  if (metricsToken !== null && !/^[\x21-\x7e]{16,512}$/.test(metricsToken)) {
+    problems.push(
+      `METRICS_TOKEN must be 16 to 512 visible ASCII characters without spaces (a random secret, such as the output of ` +
+        `\`openssl rand -hex 32\`), got ${metricsToken.length} characters`,
+    );
+  }
   if (workers > 1 && rateLimitPerSecond > 0 && redisUrl === null) {
     problems.push(
       `WORKERS=${workers} needs REDIS_URL: the rate limit of ${rateLimitPerSecond}/s per credential must hold across processes ` +
@@ -143,6 +158,8 @@ export function loadConfig(env: Env = process.env, options: { listening?: boolea
     maxConnections,
     authFailuresPerMinute,
     publicUrl,
+    metricsPort,
+    metricsToken,
   });
 }
 

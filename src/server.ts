@@ -4,6 +4,12 @@ import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { buildApp } from './app.js';
 import { type Config, ConfigError, loadConfig, redactUrl } from './config.js';
+import {
+  answerClusterScrapes,
+  clusterMetricsCollector,
+  type MetricsServer,
+  startMetricsServer,
+} from './http/metrics.js';
 import { type Db, openDb } from './storage/db.js';
 import { migrateToLatest } from './storage/migrator.js';
 
@@ -86,6 +92,7 @@ async function runServer(config: Config, options: { migrate: boolean }): Promise
   };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
+  if (cluster.isWorker && config.metricsPort !== null) answerClusterScrapes();
 
   const db = await prepareDatabase(config, options.migrate);
   const redis = await connectRedis(config);
@@ -94,6 +101,7 @@ async function runServer(config: Config, options: { migrate: boolean }): Promise
     : undefined;
   const app = await buildApp({ config, db, redis, server: https ? { https } : {} });
   redis?.on('error', (error) => app.log.warn({ err: error }, 'redis error'));
+  let metricsServer: MetricsServer | null = null;
 
   stop = async (signal: string) => {
     app.log.info({ signal }, 'shutting down: finishing requests in flight');
@@ -105,6 +113,7 @@ async function runServer(config: Config, options: { migrate: boolean }): Promise
     try {
       app.refuseNewRequests();
       await new Promise((resolve) => setTimeout(resolve, SHUTDOWN_DRAIN_MS));
+      await metricsServer?.close();
       await app.close();
       await db.close();
       redis?.disconnect();
@@ -124,7 +133,37 @@ async function runServer(config: Config, options: { migrate: boolean }): Promise
     await db.close().catch(() => {});
     process.exit(1);
   }
+  if (config.metricsPort !== null) {
+    // With WORKERS=N the primary serves the metrics port, asking every worker for its metrics.
+    if (cluster.isWorker) answerClusterScrapes(app.metricsRegistry);
+    else {
+      metricsServer = await listenForMetrics(config, () => app.metricsRegistry.metrics(), https, app.log);
+    }
+  }
   app.log.info({ database: db.location, worker: cluster.worker?.id ?? null }, 'loyalty API ready');
+}
+
+/** The METRICS_PORT listener; exits 1 with a reason if it cannot listen. */
+async function listenForMetrics(
+  config: Config,
+  collect: () => Promise<string>,
+  tls: { key: Buffer; cert: Buffer } | undefined,
+  log: { info(obj: object, msg: string): void; error(obj: object, msg: string): void },
+): Promise<MetricsServer> {
+  try {
+    const server = await startMetricsServer(config, collect, {
+      ...(tls ? { tls } : {}),
+      onError: (error) => log.error({ err: error }, 'metrics could not be collected'),
+    });
+    const host = config.host.includes(':') ? `[${config.host}]` : config.host;
+    log.info({ port: server.port }, `metrics listening at ${tls ? 'https' : 'http'}://${host}:${server.port}/metrics`);
+    return server;
+  } catch (error) {
+    process.stderr.write(
+      `Cannot listen for metrics on ${config.host}:${config.metricsPort}: ${(error as Error).message}\n`,
+    );
+    process.exit(1);
+  }
 }
 
 /** The primary of WORKERS=N: migrate once, fork, replace workers that die, stop them all on a signal. */
@@ -132,6 +171,11 @@ async function runPrimary(config: Config): Promise<void> {
   const log = pino({ level: config.logLevel });
   const db = await prepareDatabase(config, true);
   await db.close();
+  const tls = config.tls
+    ? { key: readFileSync(config.tls.keyFile), cert: readFileSync(config.tls.certFile) }
+    : undefined;
+  const metricsServer =
+    config.metricsPort === null ? null : await listenForMetrics(config, clusterMetricsCollector(), tls, log);
 
   let stopping = false;
   const restarts: number[] = [];
@@ -152,6 +196,7 @@ async function runPrimary(config: Config): Promise<void> {
 
   const stopAll = (exitCode: number) => {
     stopping = true;
+    void metricsServer?.close();
     const workers = Object.values(cluster.workers ?? {}).filter((w): w is Worker => w !== undefined);
     let failed = exitCode !== 0;
     let remaining = workers.length;

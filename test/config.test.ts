@@ -21,7 +21,34 @@ describe('loadConfig', () => {
       maxConnections: 10_000,
       authFailuresPerMinute: 30,
       publicUrl: null,
+      metricsPort: null,
+      metricsToken: null,
     });
+  });
+
+  it('reads the metrics listener and token, and names their mistakes', () => {
+    const token = 'a'.repeat(32);
+    expect(loadConfig({ METRICS_PORT: '9464', METRICS_TOKEN: token })).toMatchObject({
+      metricsPort: 9464,
+      metricsToken: token,
+    });
+    const problems = (env: Record<string, string>) => {
+      try {
+        loadConfig(env);
+        return '';
+      } catch (error) {
+        return (error as ConfigError).problems.join('\n');
+      }
+    };
+    expect(problems({ METRICS_PORT: 'ninety' })).toMatch(
+      /METRICS_PORT must be a whole number from 0 to 65535, got "ninety"/,
+    );
+    expect(problems({ PORT: '3000', METRICS_PORT: '3000' })).toMatch(/METRICS_PORT must differ from PORT/);
+    expect(problems({ METRICS_TOKEN: 'short' })).toMatch(
+      /METRICS_TOKEN must be 16 to 512 visible ASCII characters.*got 5/,
+    );
+    expect(problems({ METRICS_TOKEN: 'has a space in the middle of it' })).toMatch(/METRICS_TOKEN must be/);
+    expect(problems({ METRICS_TOKEN: 'short' })).not.toContain('short');
   });
 
   it('reads every setting', () => {

@@ -1,11 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
-import { Type } from 'typebox';
-import { authErrorResponses, badRequestResponse } from '../http/schemas.js';
+import { authErrorResponses, badRequestResponse, errorRef } from '../http/schemas.js';
 import { CreateOrUpdateBody, CustomerIdentityResponse } from './schemas.js';
 import { trimEmail } from './service.js';
-
-const errorRef = (description: string) => ({ ...Type.Ref('ErrorBody'), description });
 
 const routes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
@@ -23,7 +20,6 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
           'made from the identity. An existing `distinct_id` is updated (200): fields sent replace the stored ' +
           'ones, `properties` is merged key by key (null removes a key); the linked customer never changes.',
         tags: ['Customer identities'],
-        security: [{ bearerAuth: [] }],
         body: CreateOrUpdateBody,
         response: {
           200: { ...CustomerIdentityResponse, description: 'An existing identity was updated' },

@@ -55,7 +55,20 @@ export type CustomerIdentityInput = Static<typeof CustomerIdentityInput>;
 
 export const CreateOrUpdateBody = Type.Object(
   { customer_identity: CustomerIdentityInput },
-  { additionalProperties: false },
+  {
+    additionalProperties: false,
+    examples: [
+      {
+        customer_identity: {
+          distinct_id: 'crm-1001',
+          email: 'jane@example.com',
+          first_name: 'Jane',
+          last_name: 'Doe',
+          properties: { plan: 'gold' },
+        },
+      },
+    ],
+  },
 );
 export type CreateOrUpdateBody = Static<typeof CreateOrUpdateBody>;
 
@@ -70,7 +83,24 @@ export const CustomerIdentity = Type.Object({
 });
 export type CustomerIdentity = Static<typeof CustomerIdentity>;
 
-export const CustomerIdentityResponse = Type.Object({ customer_identity: CustomerIdentity });
+/** The response, with the identity named `CustomerIdentity` for the OpenAPI document. */
+export const CustomerIdentityResponse = Type.Object({
+  customer_identity: {
+    ...CustomerIdentity,
+    $id: 'CustomerIdentity',
+    examples: [
+      {
+        id: 42,
+        first_name: 'Jane',
+        last_name: 'Doe',
+        email: 'jane@example.com',
+        distinct_id: 'crm-1001',
+        properties: { plan: 'gold' },
+        customer_id: 7,
+      },
+    ],
+  },
+});
 export type CustomerIdentityResponse = Static<typeof CustomerIdentityResponse>;
 
 /** What `loyalty customers create` accepts: the same email and name rules as an identity. */

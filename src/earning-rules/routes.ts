@@ -26,7 +26,6 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
           'combined with any `limit`. Rules created or deleted between requests never make another rule ' +
           'appear twice or be skipped.',
         tags: ['Earning rules'],
-        security: [{ bearerAuth: [] }],
         querystring: EarningRulesQuery,
         response: {
           200: EarningRulesPage,

@@ -87,23 +87,51 @@ const Name = Type.String({ minLength: 1, maxLength: 255, description: 'Name of t
  * Fastify's serializer picks the right branch and emits only that branch's keys
  * (`reward_value` never carries both `variable` and `fixed`). Bounds live on the input schema.
  */
-export const EarningRule = Type.Object({
-  id: Type.Integer({ description: 'Identifier of the rule' }),
-  name: Type.String({ description: 'Name of the rule' }),
-  image_url: output.url('Image of the rule'),
-  action_text: output.ActionText,
-  action_url: output.ActionUrl,
-  restricted_to_vip_tier_ids: Type.Array(Type.Integer(), {
-    description: 'VIP tiers the rule is restricted to; `[]` means every tier',
-  }),
-  reward: Reward,
-  reward_value: Type.Union([output.VariableRewardValue, output.FixedRewardValue], {
-    description: 'Value of the reward: `type` and the object of that type only',
-  }),
-  earning_limit: Type.Union([output.RollingEarningLimit, output.LifetimeEarningLimit, Type.Null()], {
-    description: 'Limit on earning; null: no limit',
-  }),
-});
+export const EarningRule = Type.Object(
+  {
+    id: Type.Integer({ description: 'Identifier of the rule' }),
+    name: Type.String({ description: 'Name of the rule' }),
+    image_url: output.url('Image of the rule'),
+    action_text: output.ActionText,
+    action_url: output.ActionUrl,
+    restricted_to_vip_tier_ids: Type.Array(Type.Integer(), {
+      description: 'VIP tiers the rule is restricted to; `[]` means every tier',
+    }),
+    reward: Reward,
+    // The `$id`s name the branches in the OpenAPI document (this schema serves responses only).
+    reward_value: Type.Union(
+      [
+        { ...output.VariableRewardValue, $id: 'VariableRewardValue' },
+        { ...output.FixedRewardValue, $id: 'FixedRewardValue' },
+      ],
+      { description: 'Value of the reward: `type` and the object of that type only' },
+    ),
+    earning_limit: Type.Union(
+      [
+        { ...output.RollingEarningLimit, $id: 'RollingEarningLimit' },
+        { ...output.LifetimeEarningLimit, $id: 'LifetimeEarningLimit' },
+        Type.Null(),
+      ],
+      { description: 'Limit on earning; null: no limit' },
+    ),
+  },
+  {
+    $id: 'EarningRule',
+    examples: [
+      {
+        id: 3,
+        name: 'Place an order',
+        image_url: 'https://cdn.example.com/earning/order.svg',
+        action_text: 'Shop now',
+        action_url: 'https://shop.example.com/',
+        restricted_to_vip_tier_ids: [],
+        reward: { type: 'points' },
+        reward_value: { type: 'variable', variable: { value: 5, per_amount: 1 } },
+        earning_limit: { max: 3, type: 'rolling', rolling: { unit: 'month', unit_count: 1 } },
+      },
+    ],
+  },
+);
 export type EarningRule = Static<typeof EarningRule>;
 export type RewardValue = EarningRule['reward_value'];
 export type EarningLimit = EarningRule['earning_limit'];
@@ -111,14 +139,38 @@ export type EarningLimit = EarningRule['earning_limit'];
 /** A rule as the administration CLI shows it: the API fields plus whether it is listed. */
 export type StoredEarningRule = EarningRule & { enabled: boolean };
 
-export const PageMetadata = Type.Object({
-  next_cursor: Type.String({ description: 'Cursor of the next (older) page; "" when there is none' }),
-  previous_cursor: Type.String({ description: 'Cursor of the previous (newer) page; "" when there is none' }),
-});
+export const PageMetadata = Type.Object(
+  {
+    next_cursor: Type.String({ description: 'Cursor of the next (older) page; "" when there is none' }),
+    previous_cursor: Type.String({ description: 'Cursor of the previous (newer) page; "" when there is none' }),
+  },
+  { $id: 'PageMetadata' },
+);
 
 export const EarningRulesPage = Type.Object(
   { earning_rules: Type.Array(EarningRule), metadata: PageMetadata },
-  { description: 'A page of enabled earning rules, id descending' },
+  {
+    $id: 'EarningRulesPage',
+    description: 'A page of enabled earning rules, id descending',
+    examples: [
+      {
+        earning_rules: [
+          {
+            id: 3,
+            name: 'Place an order',
+            image_url: 'https://cdn.example.com/earning/order.svg',
+            action_text: null,
+            action_url: null,
+            restricted_to_vip_tier_ids: [],
+            reward: { type: 'points' },
+            reward_value: { type: 'fixed', fixed: { value: 100 } },
+            earning_limit: null,
+          },
+        ],
+        metadata: { next_cursor: 'eyJpZCI6M30.c2lnbmF0dXJl', previous_cursor: '' },
+      },
+    ],
+  },
 );
 export type EarningRulesPage = Static<typeof EarningRulesPage>;
 

@@ -1,7 +1,17 @@
+import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
+import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
+import type { AddressInfo } from 'node:net';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { Counter, collectDefaultMetrics, Histogram, Registry } from 'prom-client';
+import { AggregatorRegistry, Counter, collectDefaultMetrics, Histogram, Registry } from 'prom-client';
+import type { Config } from '../config.js';
+import { DomainError } from '../errors.js';
 
 declare module 'fastify' {
+  interface FastifyInstance {
+    /** The app's Prometheus registry, for a metrics listener of its own (METRICS_PORT). */
+    metricsRegistry: Registry;
+  }
   interface FastifyContextConfig {
     /** @fastify/under-pressure's per-route answer to overload; see `answersUnderLoad`. */
     pressureHandler?: (request: FastifyRequest, reply: FastifyReply, type: string, value: number | undefined) => void;
@@ -26,9 +36,10 @@ export interface Metrics {
  * `GET /metrics` in the Prometheus text format: requests and latency by route and status,
  * rate-limit rejections, authentication failures, database errors, and the process defaults
  * (memory, CPU, event-loop lag). Routes are labelled by their pattern, never the raw URL, so
- * the label set stays bounded whatever clients send.
+ * the label set stays bounded whatever clients send. With METRICS_PORT the route is not on the
+ * API's port (see `startMetricsServer`); with METRICS_TOKEN it requires that bearer token.
  */
-export function registerMetrics(app: FastifyInstance): Metrics {
+export function registerMetrics(app: FastifyInstance, config: Pick<Config, 'metricsPort' | 'metricsToken'>): Metrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'loyalty_' });
   const labelNames = ['method', 'route', 'status'] as const;
@@ -73,10 +84,120 @@ export function registerMetrics(app: FastifyInstance): Metrics {
     if (reply.statusCode === 401) authFailures.inc();
   });
 
-  app.get('/metrics', { schema: { hide: true }, config: answersUnderLoad }, async (_request, reply) => {
-    reply.type(registry.contentType);
-    return registry.metrics();
-  });
+  app.decorate('metricsRegistry', registry);
+  if (config.metricsPort === null) {
+    const token = config.metricsToken;
+    app.get(
+      '/metrics',
+      {
+        schema: { hide: true },
+        config: answersUnderLoad,
+        onRequest: async (request, reply) => {
+          if (token !== null && !bearerMatches(request.headers.authorization, token)) {
+            reply.header('www-authenticate', METRICS_CHALLENGE);
+            throw new DomainError('unauthorized', METRICS_REFUSED);
+          }
+        },
+      },
+      async (_request, reply) => {
+        reply.type(registry.contentType);
+        return registry.metrics();
+      },
+    );
+  }
 
   return { registry, databaseError: () => databaseErrors.inc() };
+}
+
+const METRICS_CHALLENGE = 'Bearer realm="metrics"';
+const METRICS_REFUSED = 'metrics require Authorization: Bearer <METRICS_TOKEN>';
+
+/**
+ * True when the header is `Bearer <token>`. Both sides are hashed first, so the comparison
+ * takes the same time whatever the length or content of what was sent.
+ */
+export function bearerMatches(header: string | undefined, token: string): boolean {
+  const match = /^Bearer +(\S+) *$/i.exec(header ?? '');
+  const digest = (value: string) => createHash('sha256').update(value).digest();
+  return timingSafeEqual(digest(match?.[1] ?? ''), digest(token)) && match !== null;
+}
+
+/** A metrics listener started by `startMetricsServer`. */
+export interface MetricsServer {
+  port: number;
+  close(): Promise<void>;
+}
+
+/**
+ * The listener of METRICS_PORT: `GET /metrics` (behind METRICS_TOKEN when set) and nothing
+ * else, over HTTPS when the API uses TLS. `collect` gives the text: one process's registry, or,
+ * in the primary of WORKERS=N, every worker's metrics aggregated (`clusterMetrics`).
+ */
+export async function startMetricsServer(
+  config: Pick<Config, 'host' | 'metricsPort' | 'metricsToken'>,
+  collect: () => Promise<string>,
+  options: { tls?: { key: Buffer; cert: Buffer }; onError?: (error: unknown) => void } = {},
+): Promise<MetricsServer> {
+  const handler = (request: IncomingMessage, response: ServerResponse) => {
+    const requestId = randomUUID();
+    const answer = (status: number, headers: Record<string, string>, body: string) => {
+      response.writeHead(status, { 'x-request-id': requestId, 'cache-control': 'no-store', ...headers }).end(body);
+    };
+    const refuse = (status: number, code: string, message: string, headers: Record<string, string> = {}) =>
+      answer(
+        status,
+        { 'content-type': 'application/json; charset=utf-8', ...headers },
+        JSON.stringify({ error: { code, message, request_id: requestId } }),
+      );
+    const path = (request.url ?? '').split('?')[0];
+    if (path !== '/metrics' || (request.method !== 'GET' && request.method !== 'HEAD')) {
+      return refuse(404, 'not_found', 'only GET /metrics is served on this port');
+    }
+    if (config.metricsToken !== null && !bearerMatches(request.headers.authorization, config.metricsToken)) {
+      return refuse(401, 'unauthorized', METRICS_REFUSED, { 'www-authenticate': METRICS_CHALLENGE });
+    }
+    collect().then(
+      (text) =>
+        answer(200, { 'content-type': Registry.PROMETHEUS_CONTENT_TYPE }, request.method === 'HEAD' ? '' : text),
+      (error: unknown) => {
+        options.onError?.(error);
+        refuse(503, 'unavailable', 'metrics could not be collected; retry shortly', { 'retry-after': '1' });
+      },
+    );
+  };
+  const server: Server = options.tls ? createHttpsServer(options.tls, handler) : createHttpServer(handler);
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(config.metricsPort ?? 0, config.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  return {
+    port: (server.address() as AddressInfo).port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        // A scraper's keep-alive connection would otherwise hold the close open.
+        server.closeIdleConnections();
+      }),
+  };
+}
+
+/**
+ * In a worker of WORKERS=N: answer the primary's requests for this process's metrics. Called
+ * first without a registry, as the worker starts: the primary asks every worker it has forked,
+ * and one that did not answer yet (still building its app) would time the whole scrape out.
+ */
+export function answerClusterScrapes(registry?: Registry): void {
+  // Constructing an AggregatorRegistry installs prom-client's worker-side message listener once.
+  new AggregatorRegistry();
+  // Until then it answers with prom-client's global registry, which this service leaves empty.
+  if (registry) AggregatorRegistry.setRegistries([registry]);
+}
+
+/** In the primary of WORKERS=N: every worker's metrics, summed (or averaged, as each metric says). */
+export function clusterMetricsCollector(): () => Promise<string> {
+  const aggregator = new AggregatorRegistry();
+  return () => aggregator.clusterMetrics();
 }

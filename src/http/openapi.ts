@@ -1,49 +1,188 @@
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifySchema, RouteOptions } from 'fastify';
 import { ALL_SCOPES, SCOPE_DESCRIPTIONS } from '../auth/scopes.js';
-import { ErrorBody } from './schemas.js';
+import { type Config, publicBaseUrl } from '../config.js';
+import type { RouteAuth } from './auth.js';
+import { ErrorBody, errorRef } from './schemas.js';
+
+/** The document's version: 3.1, whose schemas are JSON Schema, so `null` is a type validators check. */
+export const OPENAPI_VERSION = '3.1.0';
 
 /**
- * The OpenAPI 3 document, generated from the route schemas, at /v1/openapi.json, and a
- * readable page for it at /docs.
+ * The policy of the Swagger UI page: its own scripts and styles only (it needs inline styles),
+ * calls to this origin only, never framed.
  */
-export async function registerOpenApi(app: FastifyInstance): Promise<void> {
+export const DOCS_CSP = {
+  'default-src': ["'self'"],
+  'base-uri': ["'self'"],
+  'script-src': ["'self'"],
+  'style-src': ["'self'", "'unsafe-inline'"],
+  'img-src': ["'self'", 'data:'],
+  'object-src': ["'none'"],
+  'form-action': ["'self'"],
+  'frame-ancestors': ["'none'"],
+};
+
+type Header = { description: string; required?: boolean; schema: Record<string, unknown> };
+
+/** Response headers, declared once under components.headers and referenced by every response. */
+const HEADERS: Record<string, Header> = {
+  'X-Request-Id': {
+    description:
+      "The request's id: the caller's own X-Request-Id if short and plain, else a UUID. Equal to `error.request_id`.",
+    required: true,
+    schema: { type: 'string' },
+  },
+  'RateLimit-Limit': {
+    description: 'Requests per second allowed to this credential (absent when the limit is off).',
+    schema: { type: 'integer' },
+  },
+  'RateLimit-Remaining': {
+    description: 'Requests left in the current window.',
+    schema: { type: 'integer' },
+  },
+  'RateLimit-Reset': {
+    description: 'Seconds until the window resets.',
+    schema: { type: 'integer' },
+  },
+  'Retry-After': {
+    description: 'Seconds to wait before retrying.',
+    required: true,
+    schema: { type: 'integer' },
+  },
+  'WWW-Authenticate': {
+    description: 'The Bearer challenge (RFC 6750), with `error` and `scope` when a token was refused.',
+    schema: { type: 'string' },
+  },
+};
+const headerRef = (name: string) => ({ $ref: `#/components/headers/${name}` });
+
+/**
+ * The OpenAPI 3.1 document, generated from the route schemas, at /v1/openapi.json, and a
+ * readable page for it at /docs. Each operation's `security` comes from its route's
+ * `config.auth`, so the document cannot disagree with what the auth hook enforces.
+ */
+export async function registerOpenApi(app: FastifyInstance, config: Config): Promise<void> {
+  const base = publicBaseUrl(config);
   app.addSchema(ErrorBody);
   await app.register(swagger, {
     openapi: {
-      openapi: '3.0.3',
+      openapi: OPENAPI_VERSION,
       info: {
         title: 'Loyalty API',
         version: '1.0.0',
         description:
           'Referral settings, customer identities and earning rules of a merchant loyalty program. ' +
-          'Every request carries `Authorization: Bearer <API key or OAuth access token>`. ' +
+          'Every /v1 request carries `Authorization: Bearer <API key or OAuth access token>`. ' +
           `Scopes: ${ALL_SCOPES.map((s) => `\`${s}\` (${SCOPE_DESCRIPTIONS[s]})`).join('; ')}. ` +
           'A `:write` scope includes the `:read` scope of the same resource. ' +
-          'Rate limit: 10 requests per second per credential by default, reported in the ' +
-          '`RateLimit-Limit`, `RateLimit-Remaining` and `RateLimit-Reset` headers.',
+          `Rate limit: ${config.rateLimitPerSecond > 0 ? `${config.rateLimitPerSecond} requests per second` : 'none'} ` +
+          'per credential, reported in the `RateLimit-Limit`, `RateLimit-Remaining` and `RateLimit-Reset` headers.',
+        license: { name: 'MIT', identifier: 'MIT' },
       },
-      servers: [{ url: '/' }],
+      servers: [{ url: base, description: 'This deployment (PUBLIC_URL)' }],
       components: {
         securitySchemes: {
           bearerAuth: {
             type: 'http',
             scheme: 'bearer',
-            description: 'A merchant API key (`api_…`) or an app OAuth access token (`oa2_…`).',
+            description:
+              'A merchant API key (`api_…`) or an app OAuth access token (`oa2_…`). The names listed ' +
+              'with this scheme in an operation’s `security` are the scope the key must hold.',
+          },
+          oauth2: {
+            type: 'oauth2',
+            description: 'An app’s access token, from the authorization-code flow with PKCE (RFC 6749, RFC 7636).',
+            flows: {
+              authorizationCode: {
+                authorizationUrl: `${base}/oauth2/authorize`,
+                tokenUrl: `${base}/oauth2/token`,
+                refreshUrl: `${base}/oauth2/token`,
+                scopes: { ...SCOPE_DESCRIPTIONS },
+              },
+            },
           },
         },
+        headers: HEADERS,
       },
       tags: [
-        { name: 'Referral settings' },
-        { name: 'Customer identities' },
-        { name: 'Earning rules' },
+        { name: 'Referral settings', description: 'The referral program of the account' },
+        { name: 'Customer identities', description: 'Records of an external system, linked to customers' },
+        { name: 'Earning rules', description: 'How customers earn points' },
+        { name: 'OAuth', description: 'The authorization server apps use (RFC 6749)' },
         { name: 'Service', description: 'Health, readiness and this document' },
       ],
     },
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
+    transform: ({ schema, url, route }) => ({ schema: withSecurity(schema, route), url }),
+    transformObject: (document) => {
+      const openapi = 'openapiObject' in document ? document.openapiObject : {};
+      addResponseHeaders(openapi as OpenApiDocument);
+      return openapi;
+    },
   });
-  await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { url: '/v1/openapi.json' } as object });
+  await app.register(swaggerUi, {
+    routePrefix: '/docs',
+    uiConfig: { url: '/v1/openapi.json' } as object,
+    staticCSP: DOCS_CSP,
+  });
 
-  app.get('/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  app.get(
+    '/v1/openapi.json',
+    {
+      schema: {
+        operationId: 'getOpenApiDocument',
+        summary: 'This OpenAPI document',
+        description: 'The OpenAPI 3.1 document of the API, generated from the route schemas. Readable at /docs.',
+        tags: ['Service'],
+        response: {
+          200: { description: 'The OpenAPI 3.1 document', type: 'object', additionalProperties: true },
+          403: errorRef('https_required: plain HTTP from a client that must use HTTPS'),
+        },
+      },
+    },
+    async () => app.swagger(),
+  );
+}
+
+/**
+ * `security` from the route's `config.auth`: an API key or an access token holding the scope,
+ * or the access token only; `[]` (none) for every public operation.
+ */
+function withSecurity(schema: FastifySchema | undefined, route: RouteOptions): FastifySchema {
+  const documented = (schema ?? {}) as FastifySchema & { hide?: boolean; security?: unknown };
+  if (documented.hide) return documented;
+  const auth = (route.config as { auth?: RouteAuth } | undefined)?.auth;
+  if (!auth) return { ...documented, security: [] };
+  const oauth = { oauth2: [auth.scope] };
+  return { ...documented, security: auth.accessTokenOnly ? [oauth] : [{ bearerAuth: [auth.scope] }, oauth] };
+}
+
+type Responses = Record<string, { headers?: Record<string, unknown> }>;
+type OpenApiDocument = {
+  paths?: Record<string, Record<string, { security?: unknown[]; responses?: Responses }>>;
+};
+
+/**
+ * The headers the hooks add, which no route schema names: X-Request-Id on every answer,
+ * RateLimit-* on the answers of authenticated operations, Retry-After on 429 and 503, the
+ * Bearer challenge on 401 and 403.
+ */
+function addResponseHeaders(document: OpenApiDocument): void {
+  for (const operations of Object.values(document.paths ?? {})) {
+    for (const operation of Object.values(operations)) {
+      const authenticated = (operation.security?.length ?? 0) > 0;
+      for (const [status, response] of Object.entries(operation.responses ?? {})) {
+        const names = ['X-Request-Id'];
+        // 401 and 403 are answered before the credential's rate limit is counted.
+        if (authenticated && status !== '401' && status !== '403') {
+          names.push('RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset');
+        }
+        if (status === '429' || status === '503') names.push('Retry-After');
+        if (authenticated && (status === '401' || status === '403')) names.push('WWW-Authenticate');
+        response.headers = { ...response.headers, ...Object.fromEntries(names.map((n) => [n, headerRef(n)])) };
+      }
+    }
+  }
 }

@@ -1,6 +1,6 @@
 import { type Static, Type } from 'typebox';
 
-/** The error body of the contract, for every error of every route. */
+/** The error body of the contract, for every error of every route (`Error` in the OpenAPI document). */
 export const ErrorBody = Type.Object(
   {
     error: Type.Object({
@@ -14,17 +14,31 @@ export const ErrorBody = Type.Object(
       ),
     }),
   },
-  { $id: 'ErrorBody', title: 'Error' },
+  {
+    $id: 'Error',
+    title: 'Error',
+    examples: [
+      {
+        error: {
+          code: 'invalid_parameter',
+          message: 'limit must be between 1 and 250',
+          request_id: '5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11',
+          details: [{ field: 'limit', message: 'must be between 1 and 250' }],
+        },
+      },
+    ],
+  },
 );
 export type ErrorBody = Static<typeof ErrorBody>;
 
-const errorRef = (description: string) => ({ ...Type.Ref('ErrorBody'), description });
+/** A response of the contract's error body, described for the OpenAPI document. */
+export const errorRef = (description: string) => ({ ...Type.Ref('Error'), description });
 
 /** Error responses shared by the authenticated routes, for the OpenAPI document. */
 export const authErrorResponses = {
   401: errorRef('unauthorized: missing, unknown, revoked or expired credential'),
   403: errorRef('insufficient_scope, oauth_token_required or https_required'),
-  429: errorRef('rate_limited: over the credential rate limit (see Retry-After)'),
+  429: errorRef('rate_limited: over the credential rate limit, or too many failed authentications (see Retry-After)'),
   500: errorRef('internal_error'),
   503: errorRef('unavailable: overloaded or the database is unreachable (see Retry-After)'),
 };

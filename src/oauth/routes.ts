@@ -229,6 +229,7 @@ const oauthRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/oauth2/token',
     {
       schema: {
+        operationId: 'requestToken',
         tags: ['OAuth'],
         summary: 'Token endpoint: exchange a code, or refresh',
         description:
@@ -255,6 +256,7 @@ const oauthRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/oauth2/revoke',
     {
       schema: {
+        operationId: 'revokeToken',
         tags: ['OAuth'],
         summary: 'Revocation endpoint (RFC 7009)',
         description:

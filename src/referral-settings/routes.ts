@@ -10,10 +10,12 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
       schema: {
         operationId: 'getReferralSettings',
         summary: 'Retrieve the referral program settings of the account',
+        description:
+          'The status of the referral program and the rewards of the referring and the referred customer. ' +
+          'An inactive program is still 200, with `status: "inactive"`; an account without one gets 404.',
         tags: ['Referral settings'],
-        security: [{ bearerAuth: [] }],
         response: {
-          200: ReferralSettingsResponse,
+          200: { ...ReferralSettingsResponse, description: 'The referral program settings' },
           404: { ...notFoundResponse, description: 'not_found: the account has no referral program' },
           ...authErrorResponses,
         },

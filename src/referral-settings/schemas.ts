@@ -33,5 +33,28 @@ export const ReferralSettings = Type.Object(
 );
 export type ReferralSettings = Static<typeof ReferralSettings>;
 
-export const ReferralSettingsResponse = Type.Object({ referral_settings: ReferralSettings });
+/**
+ * The response, with the settings named `ReferralSettings` for the OpenAPI document. The `$id`
+ * is on a copy: the CLI's validator compiles `ReferralSettings` itself, and one Ajv instance
+ * refuses two schemas with the same id.
+ */
+export const ReferralSettingsResponse = Type.Object({
+  referral_settings: {
+    ...ReferralSettings,
+    $id: 'ReferralSettings',
+    examples: [
+      {
+        status: 'active',
+        sender_reward: {
+          name: '$5 off coupon',
+          image: { url: 'https://cdn.example.com/rewards/5-off.png', content_type: 'image/png' },
+        },
+        receiver_reward: {
+          name: '10% off your first order',
+          image: { url: 'https://cdn.example.com/rewards/10-percent.png', content_type: null },
+        },
+      },
+    ],
+  },
+});
 export type ReferralSettingsResponse = Static<typeof ReferralSettingsResponse>;

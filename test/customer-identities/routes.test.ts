@@ -469,12 +469,15 @@ describe('POST /v1/customer_identities/create_or_update: OpenAPI', () => {
     expect(operation).toMatchObject({
       operationId: 'createOrUpdateCustomerIdentity',
       tags: ['Customer identities'],
-      security: [{ bearerAuth: [] }],
+      // Access tokens only: an API key is refused (403 oauth_token_required).
+      security: [{ oauth2: ['customer_identity:write'] }],
     });
     expect(Object.keys(operation.responses).sort()).toEqual(
       ['200', '201', '400', '401', '403', '413', '415', '429', '500', '503'].sort(),
     );
-    const identity = operation.responses['201'].content['application/json'].schema.properties.customer_identity;
+    const body = operation.responses['201'].content['application/json'].schema;
+    expect(body.properties.customer_identity).toEqual({ $ref: '#/components/schemas/CustomerIdentity' });
+    const identity = doc.components.schemas.CustomerIdentity;
     expect(Object.keys(identity.properties).sort()).toEqual(
       ['customer_id', 'distinct_id', 'email', 'first_name', 'id', 'last_name', 'properties'].sort(),
     );

@@ -301,7 +301,7 @@ describe('GET /v1/earning_rules', () => {
     expect(operation).toMatchObject({
       operationId: 'listEarningRules',
       tags: ['Earning rules'],
-      security: [{ bearerAuth: [] }],
+      security: [{ bearerAuth: ['earning_rule:read'] }, { oauth2: ['earning_rule:read'] }],
     });
     expect(operation.parameters.map((p: { name: string }) => p.name).sort()).toEqual(['cursor', 'limit']);
     expect(Object.keys(operation.responses).sort()).toEqual(['200', '400', '401', '403', '429', '500', '503']);
