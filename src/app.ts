@@ -10,7 +10,8 @@ import customerIdentityRoutes from './customer-identities/routes.js';
 import earningRuleRoutes from './earning-rules/routes.js';
 import { DomainError } from './errors.js';
 import { registerAuth } from './http/auth.js';
-import { answerFrameworkError, registerErrorHandling } from './http/errors.js';
+import { answerClientError, answerFrameworkError, registerErrorHandling, requireHost } from './http/errors.js';
+import { parseJsonBody } from './http/json-body.js';
 import { REDACTED_LOG_PATHS, serializeRequest } from './http/log-redaction.js';
 import { answersUnderLoad, registerMetrics } from './http/metrics.js';
 import { registerOpenApi } from './http/openapi.js';
@@ -57,6 +58,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     requestTimeout: config.requestTimeoutMs,
     headersTimeout: config.requestTimeoutMs,
     connectionsCheckingInterval: Math.min(1000, Math.ceil(config.requestTimeoutMs / 4)),
+    // Refused by the requireHost hook instead, with the contract's body.
+    requireHostHeader: false,
   };
   const app = Fastify({
     logger: options.logger ?? {
@@ -71,6 +74,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     return503OnClosing: false,
     // Errors before routing (a path that does not decode) get the contract's body too.
     frameworkErrors: answerFrameworkError,
+    // Requests Node's parser refuses get the contract's body too.
+    clientErrorHandler: answerClientError,
     // A slow client cannot hold a connection: the whole request (headers and body) must arrive in time.
     requestTimeout: config.requestTimeoutMs,
     http: timeoutChecks,
@@ -88,6 +93,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const metrics = registerMetrics(app, config);
   registerValidators(app);
   registerErrorHandling(app, { onDatabaseError: metrics.databaseError });
+  app.addHook('onRequest', requireHost);
   registerTransportRules(app, config);
   refuseWhileClosing(app);
   if (config.maxEventLoopDelayMs > 0) {
@@ -97,6 +103,15 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
 
   // JSON only: without this, Fastify would also accept text/plain bodies.
   app.removeContentTypeParser(['text/plain']);
+  // Our own JSON parser names the field of every refusal (see json-body.ts).
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_request, body, done) => {
+    try {
+      done(null, parseJsonBody(body as Buffer));
+    } catch (error) {
+      done(error as Error, undefined);
+    }
+  });
   app.addHook('onSend', async (request, reply) => {
     setSecurityHeaders(request.url, reply);
   });

@@ -16,12 +16,19 @@ export function isScope(name: string): name is Scope {
 }
 
 /**
- * Parses a space- (or comma-) separated scope list. Unknown names are refused; an empty or
- * missing list means `fallback`. The result is deduplicated and in the canonical order.
+ * Parses a space- (or comma-) separated scope list. Unknown names are refused; a missing list
+ * means `fallback`, but a list given empty (`--scopes ""`) is refused rather than read as
+ * "everything". The result is deduplicated and in the canonical order.
  */
 export function parseScopes(input: string | readonly string[] | undefined, fallback: readonly Scope[]): Scope[] {
-  const names = (typeof input === 'string' ? input.split(/[\s,]+/) : (input ?? [])).filter(Boolean);
-  if (names.length === 0) return [...fallback];
+  if (input === undefined) return [...fallback];
+  const names = (typeof input === 'string' ? input.split(/[\s,]+/) : input).filter(Boolean);
+  if (names.length === 0) {
+    throw invalidParameter(
+      'scopes',
+      `must name at least one scope (omit it for the default); known scopes: ${ALL_SCOPES.join(', ')}`,
+    );
+  }
   const unknown = names.filter((name) => !isScope(name));
   if (unknown.length > 0) {
     throw invalidParameter(

@@ -37,7 +37,9 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
     async (request, reply) => {
       const accountId = request.credential!.accountId;
       const service = app.services.earningRules;
-      const key = `${accountId}:${request.query.limit ?? ''}:${request.query.cursor ?? ''}`;
+      // "no cursor" and any cursor never share a key (an empty cursor is refused by the schema).
+      const { limit, cursor } = request.query;
+      const key = `${accountId}:${limit ?? ''}:${cursor === undefined ? '-' : `c${cursor}`}`;
       // Read the version before the page: the page is then at least as new as the version it is
       // stored under, and a change after this read raises the version and retires the entry.
       const version = await service.rulesVersion(accountId);

@@ -188,6 +188,8 @@ export const EarningRulesQuery = Type.Object({
   ),
   cursor: Type.Optional(
     Type.String({
+      minLength: 1,
+      maxLength: 2048,
       description:
         '`next_cursor` or `previous_cursor` of an earlier response; omit for the first page. ' +
         'An empty value is refused (`""` in metadata means there is no such page).',

@@ -1,7 +1,8 @@
-import type { IncomingMessage } from 'node:http';
+import { randomUUID } from 'node:crypto';
+import { type IncomingMessage, STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { DomainError, type ErrorCode } from '../errors.js';
+import { DomainError, ERROR_STATUS, type ErrorCode } from '../errors.js';
 import { detailsOf, type SchemaIssue } from '../validation-details.js';
 import { requestId } from './request-id.js';
 import type { ErrorBody } from './schemas.js';
@@ -42,14 +43,48 @@ export function registerErrorHandling(app: FastifyInstance, hooks: { onDatabaseE
 /** Answers a CONNECT request `404 not_found` with the contract's body, then closes the connection. */
 function refuseTunnel(request: IncomingMessage, socket: Duplex): void {
   socket.on('error', () => {});
-  const id = requestId(request);
-  const body = JSON.stringify({
-    error: { code: 'not_found', message: 'CONNECT is not supported: this is not a proxy', request_id: id },
-  } satisfies ErrorBody);
-  socket.end(
-    'HTTP/1.1 404 Not Found\r\nconnection: close\r\ncontent-type: application/json; charset=utf-8\r\n' +
+  writeRaw(socket, 'not_found', 'CONNECT is not supported: this is not a proxy', requestId(request));
+  socket.end();
+}
+
+/** Writes a whole response with the contract's error body straight to a socket Node's parser gave up on. */
+function writeRaw(socket: Duplex, code: ErrorCode, message: string, id: string): void {
+  const status = ERROR_STATUS[code];
+  const body = JSON.stringify({ error: { code, message, request_id: id } } satisfies ErrorBody);
+  socket.write(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nconnection: close\r\ncontent-type: application/json; charset=utf-8\r\n` +
       `x-request-id: ${id}\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
   );
+}
+
+const CLIENT_ERROR_MESSAGES: Record<string, string> = {
+  HPE_HEADER_OVERFLOW: 'the request headers are too large',
+  ERR_HTTP_REQUEST_TIMEOUT: 'the request was not received in time',
+};
+
+/**
+ * Fastify's `clientErrorHandler`: requests Node's HTTP parser refuses (headers too large,
+ * malformed, timed out) get the contract's body and an `X-Request-Id` like every other answer.
+ */
+export function answerClientError(error: Error & { code?: string }, socket: Duplex): void {
+  // A reset connection has no one left to answer.
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  if (socket.writable) {
+    const id = randomUUID();
+    // The contract's table gives every code one status: these are all 400 invalid_request.
+    writeRaw(socket, 'invalid_request', CLIENT_ERROR_MESSAGES[error.code ?? ''] ?? 'the request is not valid HTTP', id);
+  }
+  socket.destroy();
+}
+
+/**
+ * Node answers an HTTP/1.1 request without `Host` itself, in a body of its own; with Node's check
+ * off (`requireHostHeader: false`), this hook refuses it with the contract's body.
+ */
+export async function requireHost(request: FastifyRequest): Promise<void> {
+  if (request.raw.httpVersion === '1.1' && !request.headers.host) {
+    throw new DomainError('invalid_request', 'an HTTP/1.1 request must carry a Host header');
+  }
 }
 
 /** Resolves once the rest of the request body has been read and discarded, or the connection ended. */
@@ -130,6 +165,10 @@ function fromValidation(error: FastifyError): DomainError {
   const issues = (error.validation ?? []) as unknown as SchemaIssue[];
   const details = detailsOf(issues, { whole: context });
   const envelope = context === 'body' && issues.some(isEnvelopeIssue);
+  // The contract has its own code for a bad cursor: an empty or overlong one is one.
+  if (context === 'querystring' && issues.length > 0 && issues.every(isCursorLengthIssue)) {
+    return new DomainError('invalid_cursor', 'cursor must be a cursor from an earlier response, not empty', details);
+  }
   const code: ErrorCode = envelope ? 'invalid_request' : 'invalid_parameter';
   const first = details[0];
   const message = envelope
@@ -138,6 +177,10 @@ function fromValidation(error: FastifyError): DomainError {
       ? `${first.field} ${first.message}`
       : 'invalid parameter';
   return new DomainError(code, message, details);
+}
+
+function isCursorLengthIssue(issue: SchemaIssue): boolean {
+  return issue.instancePath === '/cursor' && (issue.keyword === 'minLength' || issue.keyword === 'maxLength');
 }
 
 function isEnvelopeIssue(issue: SchemaIssue): boolean {

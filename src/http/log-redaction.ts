@@ -16,7 +16,25 @@ export function looksLikeCredential(value: string): boolean {
  * paths) by mistake, and logs are kept far longer and read more widely than secrets should be.
  */
 export function redactUrlSecrets(url: string): string {
-  return url.replace(CREDENTIAL, '$1_[redacted]').replace(SECRET_PARAMETER, '$1[redacted]');
+  // Decoded first: `api%5F…` is the same key as `api_…` to whoever reads the log.
+  return decodeLeniently(url).replace(CREDENTIAL, '$1_[redacted]').replace(SECRET_PARAMETER, '$1[redacted]');
+}
+
+/** Percent-decodes what decodes (repeatedly, for double encoding); malformed escapes stay as they are. */
+function decodeLeniently(url: string): string {
+  let current = url;
+  for (let round = 0; round < 3 && current.includes('%'); round++) {
+    const next = current.replace(/(?:%[0-9A-Fa-f]{2})+/g, (run) => {
+      try {
+        return decodeURIComponent(run);
+      } catch {
+        return run;
+      }
+    });
+    if (next === current) break;
+    current = next;
+  }
+  return current;
 }
 
 /** Fastify's request serializer, with the URL's secrets redacted. */

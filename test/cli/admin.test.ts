@@ -152,6 +152,27 @@ describe('the loyalty CLI', () => {
     });
   });
 
+  it('refuses an explicitly empty scope list instead of granting every scope', async () => {
+    const account = await ok(['accounts', 'create', '--name', 'Acme']);
+    const app = await ok(['apps', 'create', '--name', 'A', '--redirect-uri', 'https://a.example/cb']);
+    for (const empty of ['', ' ', ',']) {
+      for (const args of [
+        ['api-keys', 'create', '--account', String(account.id)],
+        ['tokens', 'issue', '--account', String(account.id), '--app', app.client_id],
+      ]) {
+        const result = await loyalty([...args, '--scopes', empty, '--json'], env);
+        expect(result.code, `${args[0]} --scopes ${JSON.stringify(empty)}`).toBe(1);
+        expect(result.stdout).toBe('');
+        expect(JSON.parse(result.stderr).error).toMatchObject({
+          code: 'invalid_parameter',
+          message: expect.stringMatching(/at least one scope/),
+        });
+      }
+    }
+    // Nothing was created by the refusals.
+    expect(await ok(['api-keys', 'list', '--account', String(account.id)])).toEqual([]);
+  });
+
   it('migrates an empty database and reports it', async () => {
     const first = await ok(['migrate']);
     expect(first.applied.length).toBeGreaterThan(0);
