@@ -90,6 +90,11 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   app.decorate('services', services);
 
   app.server.maxConnections = config.maxConnections;
+  // A client may half-close (end its side) after sending a request and still wait for the
+  // answer. Node's default aborts such a request and ends the socket unanswered when the answer
+  // is not ready at once (a PostgreSQL round trip); with this, the answer is sent, then the socket
+  // ends. Timeouts still bound how long a connection stays open.
+  (app.server as { httpAllowHalfOpen?: boolean }).httpAllowHalfOpen = true;
   const metrics = registerMetrics(app, config);
   registerValidators(app);
   registerErrorHandling(app, { onDatabaseError: metrics.databaseError });
@@ -167,7 +172,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   await app.register(referralSettingsRoutes);
   await app.register(customerIdentityRoutes);
   await app.register(earningRuleRoutes);
-  await app.register(oauthRoutes);
+  await app.register(oauthRoutes, { config });
   return app;
 }
 

@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import { ALL_SCOPES, decodeScopes, encodeScopes, parseScopes, type Scope } from '../auth/scopes.js';
-import { CLIENT_SECRET_PREFIX, newSecret, randomBase62, sha256Hex } from '../auth/secrets.js';
+import { CLIENT_SECRET_PREFIX, digestsEqual, newSecret, randomBase62, sha256Hex } from '../auth/secrets.js';
 import type { Clock } from '../clock.js';
 import { invalidParameter, notFound } from '../errors.js';
 import type { AppRow, Database } from '../storage/schema.js';
@@ -21,6 +21,12 @@ export interface App {
 export interface CreatedApp extends App {
   client_secret: string | null;
 }
+
+/**
+ * Whether a client authenticated (RFC 6749 2.3): a confidential app with its secret, a public app
+ * with none. The secret's hash never leaves this room.
+ */
+export type ClientAuthentication = { ok: true; app: App } | { ok: false; reason: 'unknown_client' | 'wrong_secret' };
 
 export interface CreateAppInput {
   name: string;
@@ -59,11 +65,27 @@ export class AppsService {
     return (await listApps(this.db)).map(toApp);
   }
 
-  /** The app with this client id, or `404 not_found`. */
-  async requireByClientId(clientId: string): Promise<App & { secretHash: string | null }> {
+  /** The app with this client id, or null. */
+  async findByClientId(clientId: string): Promise<App | null> {
     const row = await findAppByClientId(this.db, clientId);
-    if (!row) throw notFound(`app with client_id ${clientId} does not exist`);
-    return { ...toApp(row), secretHash: row.client_secret_hash };
+    return row ? toApp(row) : null;
+  }
+
+  /** The app with this client id, or `404 not_found`. */
+  async requireByClientId(clientId: string): Promise<App> {
+    const app = await this.findByClientId(clientId);
+    if (!app) throw notFound(`app with client_id ${clientId} does not exist`);
+    return app;
+  }
+
+  /** Checks a client's credentials: `secret` undefined for a public client (or one that sent none). */
+  async authenticateClient(clientId: string, secret: string | undefined): Promise<ClientAuthentication> {
+    const row = await findAppByClientId(this.db, clientId);
+    if (!row) return { ok: false, reason: 'unknown_client' };
+    const hash = row.client_secret_hash;
+    const matches =
+      hash === null ? secret === undefined : secret !== undefined && digestsEqual(sha256Hex(secret), hash);
+    return matches ? { ok: true, app: toApp(row) } : { ok: false, reason: 'wrong_secret' };
   }
 }
 

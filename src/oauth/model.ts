@@ -3,9 +3,8 @@ import type { Kysely } from 'kysely';
 import type { App, AppsService } from '../apps/service.js';
 import { insertAccessToken, revokeAccessTokenById } from '../auth/repository.js';
 import { ALL_SCOPES, decodeScopes, encodeScopes, isScope, type Scope } from '../auth/scopes.js';
-import { ACCESS_TOKEN_PREFIX, digestsEqual, newSecret, redact, sha256Hex } from '../auth/secrets.js';
+import { ACCESS_TOKEN_PREFIX, newSecret, redact, sha256Hex } from '../auth/secrets.js';
 import type { Clock } from '../clock.js';
-import { DomainError } from '../errors.js';
 import type { Database } from '../storage/schema.js';
 import {
   findCodeByHash,
@@ -20,7 +19,13 @@ import {
   revokeRefreshTokenIfLive,
 } from './repository.js';
 
-const { InvalidGrantError, InvalidRequestError, InvalidScopeError } = OAuth2Server;
+const { InvalidClientError, InvalidGrantError, InvalidRequestError, InvalidScopeError } = OAuth2Server;
+
+const UNKNOWN_CLIENT = 'Invalid client: no app has this `client_id`';
+const WRONG_SECRET =
+  'Invalid client: client authentication failed (a confidential app sends its client secret, a public app none)';
+/** Host names of this machine: a native app listens there on a port it picks when it runs. */
+const LOOPBACK_HOSTS = new Set(['127.0.0.1', '[::1]', 'localhost']);
 
 /** Authorization codes: `oac_` and 40 base62 characters, stored as SHA-256. */
 export const CODE_PREFIX = 'oac_';
@@ -108,19 +113,27 @@ export function createModel(deps: ModelDeps, purpose: ModelPurpose, options: { d
 
   return {
     async getClient(clientId: string, clientSecret: string | null | undefined) {
-      if (typeof clientId !== 'string' || clientId.length === 0 || clientId.length > 200) return false;
-      const app = await findApp(deps.apps, clientId);
-      if (!app) return false;
+      if (typeof clientId !== 'string' || clientId.length === 0 || clientId.length > 200) {
+        throw new InvalidClientError(UNKNOWN_CLIENT);
+      }
       // At the authorize endpoint the client is only identified; at the token endpoint it must
       // authenticate: a confidential app with its secret, a public app (no secret) never with one.
-      if (purpose === 'token') {
-        if (app.secretHash === null) {
-          if (clientSecret) return false;
-        } else if (typeof clientSecret !== 'string' || !digestsEqual(sha256Hex(clientSecret), app.secretHash)) {
-          return false;
-        }
+      if (purpose === 'authorize') {
+        const app = await deps.apps.findByClientId(clientId);
+        if (!app) throw new InvalidClientError(UNKNOWN_CLIENT);
+        return toClient(app);
       }
-      return toClient(app);
+      const checked = await deps.apps.authenticateClient(clientId, clientSecret || undefined);
+      if (!checked.ok)
+        throw new InvalidClientError(checked.reason === 'unknown_client' ? UNKNOWN_CLIENT : WRONG_SECRET);
+      return toClient(checked.app);
+    },
+
+    async validateRedirectUri(redirectUri: string, client: OAuth2Server.Client) {
+      const app = client as OAuthClient;
+      if (app.redirectUris.includes(redirectUri)) return true;
+      // RFC 8252 7.3: a public (native) app's loopback redirect URI may use any port.
+      return !app.confidential && app.redirectUris.some((registered) => sameLoopbackTarget(registered, redirectUri));
     },
 
     async validateScope(_user, client, scope) {
@@ -327,19 +340,6 @@ export function createModel(deps: ModelDeps, purpose: ModelPurpose, options: { d
   };
 }
 
-/** The app with this client_id, or null. */
-export async function findApp(
-  apps: AppsService,
-  clientId: string,
-): Promise<(App & { secretHash: string | null }) | null> {
-  try {
-    return await apps.requireByClientId(clientId);
-  } catch (error) {
-    if (error instanceof DomainError && error.code === 'not_found') return null;
-    throw error;
-  }
-}
-
 export function toClient(app: App): OAuthClient {
   return {
     id: app.client_id,
@@ -350,4 +350,27 @@ export function toClient(app: App): OAuthClient {
     scopes: app.scopes,
     confidential: app.confidential,
   };
+}
+
+/** True when both are http URIs of the same loopback host, path and query, whatever their ports. */
+function sameLoopbackTarget(registered: string, requested: string): boolean {
+  let a: URL;
+  let b: URL;
+  try {
+    a = new URL(registered);
+    b = new URL(requested);
+  } catch {
+    return false;
+  }
+  return (
+    a.protocol === 'http:' &&
+    b.protocol === 'http:' &&
+    LOOPBACK_HOSTS.has(a.hostname) &&
+    a.hostname === b.hostname &&
+    b.username === '' &&
+    b.password === '' &&
+    a.pathname === b.pathname &&
+    a.search === b.search &&
+    b.hash === ''
+  );
 }

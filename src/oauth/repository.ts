@@ -1,84 +1,11 @@
-import { type Insertable, type Kysely, sql } from 'kysely';
+import type { Insertable, Kysely } from 'kysely';
 import type {
   Database,
   OAuthCodesTable,
   OAuthGrantRow,
   OAuthGrantsTable,
   OAuthRefreshTokensTable,
-  OAuthSessionRow,
 } from '../storage/schema.js';
-
-// --- Sessions -----------------------------------------------------------------------------------
-
-export async function insertSession(
-  db: Kysely<Database>,
-  session: { session_hash: string; user_id: number | null; created_at: number; expires_at: number },
-): Promise<OAuthSessionRow> {
-  return db.insertInto('oauth_sessions').values(session).returningAll().executeTakeFirstOrThrow();
-}
-
-/** The session with this hash, unless it has expired. */
-export async function findLiveSession(
-  db: Kysely<Database>,
-  sessionHash: string,
-  now: number,
-): Promise<OAuthSessionRow | undefined> {
-  return db
-    .selectFrom('oauth_sessions')
-    .selectAll()
-    .where('session_hash', '=', sessionHash)
-    .where('expires_at', '>', now)
-    .executeTakeFirst();
-}
-
-export async function deleteSession(db: Kysely<Database>, sessionHash: string): Promise<void> {
-  await db.deleteFrom('oauth_sessions').where('session_hash', '=', sessionHash).execute();
-}
-
-/** Removes expired sessions (and failure counters older than `failuresBefore`). */
-export async function pruneSessions(db: Kysely<Database>, now: number, failuresBefore: number): Promise<void> {
-  await db.deleteFrom('oauth_sessions').where('expires_at', '<=', now).execute();
-  await db.deleteFrom('oauth_sign_in_failures').where('window_started_at', '<', failuresBefore).execute();
-}
-
-// --- Sign-in failure counters -------------------------------------------------------------------
-
-export interface FailureCount {
-  key: string;
-  failures: number;
-  windowStartedAt: number;
-}
-
-export async function findFailureCounts(db: Kysely<Database>, keys: string[]): Promise<FailureCount[]> {
-  const rows = await db.selectFrom('oauth_sign_in_failures').selectAll().where('key', 'in', keys).execute();
-  return rows.map((row) => ({ key: row.key, failures: row.failures, windowStartedAt: row.window_started_at }));
-}
-
-/**
- * Counts one failure for `key` in one statement (no read-then-write race): a counter whose window
- * began before `windowStart` starts again at 1.
- */
-export async function recordFailure(
-  db: Kysely<Database>,
-  key: string,
-  now: number,
-  windowStart: number,
-): Promise<void> {
-  await db
-    .insertInto('oauth_sign_in_failures')
-    .values({ key, failures: 1, window_started_at: now })
-    .onConflict((oc) =>
-      oc.column('key').doUpdateSet({
-        failures: sql<number>`case when oauth_sign_in_failures.window_started_at < ${windowStart} then 1 else oauth_sign_in_failures.failures + 1 end`,
-        window_started_at: sql<number>`case when oauth_sign_in_failures.window_started_at < ${windowStart} then ${now} else oauth_sign_in_failures.window_started_at end`,
-      }),
-    )
-    .execute();
-}
-
-export async function clearFailures(db: Kysely<Database>, key: string): Promise<void> {
-  await db.deleteFrom('oauth_sign_in_failures').where('key', '=', key).execute();
-}
 
 // --- Grants and authorization codes -------------------------------------------------------------
 

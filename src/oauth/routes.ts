@@ -1,17 +1,20 @@
 import cookie from '@fastify/cookie';
 import formbody from '@fastify/formbody';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyContextConfig, FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
+import { ALL_SCOPES } from '../auth/scopes.js';
+import type { Config } from '../config.js';
+import { DomainError } from '../errors.js';
 import { toDomainError } from '../http/errors.js';
 import { consentPage, errorPage, signInPage } from './pages.js';
 import { type AuthorizeParams, pickAuthorizeParams } from './params.js';
-import type { AuthorizeRedirectOrError, EndpointResult } from './service.js';
+import { type AuthorizeRedirectOrError, type EndpointResult, GRANT_TYPES, safeDescription } from './service.js';
 import { SESSION_TTL_SECONDS, type Session } from './sessions.js';
 
 const SESSION_COOKIE = 'loyalty_oauth_session';
 /** Endpoints that answer RFC 6749 JSON errors; the others are pages and answer HTML. */
-const JSON_ENDPOINTS = new Set(['/oauth2/token', '/oauth2/revoke']);
+const JSON_ENDPOINTS = new Set(['/oauth2/token', '/oauth2/revoke', '/.well-known/oauth-authorization-server']);
 const GENERIC_FAILURE = 'The server could not complete the request; try again shortly.';
 const CANNOT_CONTINUE = 'This request cannot be completed';
 
@@ -23,9 +26,9 @@ const authorizeParams = {
   redirect_uri: Param('Exactly one of the redirect URIs registered for the app'),
   response_type: Param('`code`'),
   scope: Param('Space-separated scopes; omitted: every scope the app is registered for'),
-  state: Param('Opaque value returned to the app unchanged (required)'),
+  state: Param('Opaque value returned to the app unchanged (required unless `code_challenge` is sent)'),
   code_challenge: Param('PKCE (RFC 7636): BASE64URL(SHA256(code_verifier)); required for public apps'),
-  code_challenge_method: Param('`S256` (the default); `plain` is refused'),
+  code_challenge_method: Param('`S256`, required with `code_challenge`; `plain` is refused'),
 };
 const AuthorizeQuery = Type.Object(authorizeParams);
 const csrf = { csrf_token: Param() };
@@ -59,6 +62,25 @@ const OAuthErrorBody = Type.Object({
   error: Type.String({ description: 'RFC 6749 5.2 code: invalid_request, invalid_client, invalid_grant, …' }),
   error_description: Type.String(),
 });
+const AuthorizationServerMetadata = Type.Object(
+  {
+    issuer: Type.String({ format: 'uri' }),
+    authorization_endpoint: Type.String({ format: 'uri' }),
+    token_endpoint: Type.String({ format: 'uri' }),
+    revocation_endpoint: Type.String({ format: 'uri' }),
+    response_types_supported: Type.Array(Type.String()),
+    response_modes_supported: Type.Array(Type.String()),
+    grant_types_supported: Type.Array(Type.String()),
+    code_challenge_methods_supported: Type.Array(Type.String()),
+    token_endpoint_auth_methods_supported: Type.Array(Type.String()),
+    revocation_endpoint_auth_methods_supported: Type.Array(Type.String()),
+    scopes_supported: Type.Array(Type.String()),
+    authorization_response_iss_parameter_supported: Type.Boolean(),
+    service_documentation: Type.String({ format: 'uri' }),
+  },
+  { $id: 'AuthorizationServerMetadata', description: 'RFC 8414 authorization server metadata' },
+);
+const CLIENT_AUTH_METHODS = ['client_secret_basic', 'client_secret_post', 'none'];
 const RevokeBody = Type.Object({
   token: Param('An access token or a refresh token of this app'),
   token_type_hint: Param('Ignored: the token prefix says which it is'),
@@ -71,30 +93,101 @@ const RevokeBody = Type.Object({
  * endpoints (token, revoke). An encapsulated plugin: form bodies, cookies and RFC 6749 error
  * bodies exist here only, so /v1 keeps JSON-only bodies and the contract's error body.
  */
-const oauthRoutes: FastifyPluginAsyncTypebox = async (app) => {
+const oauthRoutes: FastifyPluginAsyncTypebox<{ config: Config }> = async (app, { config }) => {
   const { oauth, sessions } = app.services;
   await app.register(formbody);
   await app.register(cookie);
+
+  /**
+   * The issuer (RFC 8414): PUBLIC_URL, or else the address the request came to, so that a client
+   * on `localhost` and one on `127.0.0.1` each find the issuer they asked for.
+   */
+  const issuerOf = (request: FastifyRequest) => config.publicUrl ?? `${request.protocol}://${request.host}`;
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
     const domain = toDomainError(error);
     if (domain.status >= 500) request.log.error({ err: error }, 'oauth request failed');
     if (domain.code === 'unavailable') reply.header('retry-after', '1');
+    const repeated = repeatedParameter(error, request);
     const message =
       domain.status >= 500
         ? GENERIC_FAILURE
         : domain.code === 'unsupported_media_type'
           ? 'Invalid request: content must be application/x-www-form-urlencoded'
-          : domain.message;
+          : repeated !== null
+            ? `Invalid request: parameter \`${repeated}\` is repeated (each parameter may be sent once)`
+            : domain.message;
     if (JSON_ENDPOINTS.has(request.routeOptions.url ?? '')) {
-      const status = domain.status >= 500 || domain.code === 'https_required' ? domain.status : 400;
+      const keepsStatus = domain.status >= 500 || domain.code === 'https_required' || domain.code === 'rate_limited';
       const code =
-        domain.status === 503 ? 'temporarily_unavailable' : domain.status >= 500 ? 'server_error' : 'invalid_request';
-      reply.code(status).type('application/json; charset=utf-8').send({ error: code, error_description: message });
+        domain.status === 503
+          ? 'temporarily_unavailable'
+          : domain.status >= 500
+            ? 'server_error'
+            : domain.code === 'rate_limited'
+              ? 'rate_limited'
+              : 'invalid_request';
+      reply
+        .code(keepsStatus ? domain.status : 400)
+        .type('application/json; charset=utf-8')
+        .send({ error: code, error_description: safeDescription(message) });
       return;
     }
     sendPage(reply, domain.status, errorPage(CANNOT_CONTINUE, message));
   });
+
+  // The token and revocation endpoints: RATE_LIMIT_PER_SECOND per client and address, counted
+  // after the form is read (the client_id may be in it).
+  const endpointLimit: FastifyContextConfig =
+    config.rateLimitPerSecond === 0
+      ? {}
+      : {
+          rateLimit: {
+            max: config.rateLimitPerSecond,
+            timeWindow: 1000,
+            hook: 'preHandler',
+            keyGenerator: (request) => `oauth:${clientIdOf(request)}:${request.ip}`,
+            errorResponseBuilder: (_request, context) =>
+              new DomainError(
+                'rate_limited',
+                `rate limit of ${context.max} requests per second exceeded; retry after ${context.after}`,
+              ),
+          },
+        };
+
+  app.get(
+    '/.well-known/oauth-authorization-server',
+    {
+      schema: {
+        operationId: 'getAuthorizationServerMetadata',
+        tags: ['OAuth'],
+        summary: 'OAuth 2.0 authorization server metadata (RFC 8414)',
+        description:
+          'Where the authorization, token and revocation endpoints are and what they support, for clients that ' +
+          'discover them. The issuer is PUBLIC_URL when set, else the address the request came to.',
+        security: [],
+        response: { 200: AuthorizationServerMetadata, 403: OAuthErrorBody, 500: OAuthErrorBody },
+      },
+    },
+    async (request) => {
+      const issuer = issuerOf(request);
+      return {
+        issuer,
+        authorization_endpoint: `${issuer}/oauth2/authorize`,
+        token_endpoint: `${issuer}/oauth2/token`,
+        revocation_endpoint: `${issuer}/oauth2/revoke`,
+        response_types_supported: ['code'],
+        response_modes_supported: ['query'],
+        grant_types_supported: [...GRANT_TYPES],
+        code_challenge_methods_supported: ['S256'],
+        token_endpoint_auth_methods_supported: CLIENT_AUTH_METHODS,
+        revocation_endpoint_auth_methods_supported: CLIENT_AUTH_METHODS,
+        scopes_supported: [...ALL_SCOPES],
+        authorization_response_iss_parameter_supported: true,
+        service_documentation: `${issuer}/docs`,
+      };
+    },
+  );
 
   app.addHook('onSend', async (_request, reply) => {
     // Codes, tokens and CSRF tokens must not be cached anywhere (RFC 6749 5.1).
@@ -114,7 +207,7 @@ const oauthRoutes: FastifyPluginAsyncTypebox = async (app) => {
     if (outcome.failure !== undefined) {
       request.log.error({ err: outcome.failure }, 'oauth authorization failed');
     }
-    if (outcome.kind === 'redirect') return reply.redirect(outcome.location, status);
+    if (outcome.kind === 'redirect') return reply.redirect(withIssuer(outcome.location, issuerOf(request)), status);
     // An internal failure is 500, or 503 when the database is unreachable.
     const failed =
       outcome.failure === undefined ? outcome.status : toDomainError(outcome.failure as FastifyError).status;
@@ -228,6 +321,7 @@ const oauthRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     '/oauth2/token',
     {
+      config: endpointLimit,
       schema: {
         operationId: 'requestToken',
         tags: ['OAuth'],
@@ -241,6 +335,7 @@ const oauthRoutes: FastifyPluginAsyncTypebox = async (app) => {
           200: TokenResponse,
           400: OAuthErrorBody,
           401: OAuthErrorBody,
+          429: OAuthErrorBody,
           500: OAuthErrorBody,
         },
       },
@@ -255,6 +350,7 @@ const oauthRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     '/oauth2/revoke',
     {
+      config: endpointLimit,
       schema: {
         operationId: 'revokeToken',
         tags: ['OAuth'],
@@ -268,6 +364,7 @@ const oauthRoutes: FastifyPluginAsyncTypebox = async (app) => {
           200: Type.Null({ description: 'Revoked (or nothing to revoke)' }),
           400: OAuthErrorBody,
           401: OAuthErrorBody,
+          429: OAuthErrorBody,
           500: OAuthErrorBody,
         },
       },
@@ -309,6 +406,38 @@ function setSessionCookie(request: FastifyRequest, reply: FastifyReply, session:
     secure: request.protocol === 'https',
     maxAge: SESSION_TTL_SECONDS,
   });
+}
+
+/** RFC 9207: the authorization response names its issuer, so a client can tell servers apart. */
+function withIssuer(location: string, issuer: string): string {
+  const url = new URL(location);
+  url.searchParams.set('iss', issuer);
+  return url.toString();
+}
+
+/** The client_id of a token or revocation request (HTTP Basic or the form), for its rate limit. */
+function clientIdOf(request: FastifyRequest): string {
+  const basic = /^Basic +([A-Za-z0-9+/=]+) *$/i.exec(request.headers.authorization ?? '');
+  if (basic) {
+    const decoded = Buffer.from(basic[1] as string, 'base64').toString('utf8');
+    const id = decoded.slice(0, Math.max(0, decoded.indexOf(':')));
+    return id.replace(/%5F/gi, '_').slice(0, 200);
+  }
+  const form = request.body as Record<string, unknown> | undefined;
+  return typeof form?.client_id === 'string' ? form.client_id.slice(0, 200) : '-';
+}
+
+/** The parameter a validation error is about when it was sent more than once, or null. */
+function repeatedParameter(error: FastifyError, request: FastifyRequest): string | null {
+  if (!error.validation) return null;
+  const source = (error.validationContext === 'querystring' ? request.query : request.body) as
+    | Record<string, unknown>
+    | undefined;
+  for (const issue of error.validation) {
+    const name = issue.instancePath.split('/')[1];
+    if (name !== undefined && Array.isArray(source?.[name])) return name;
+  }
+  return null;
 }
 
 /** The authorization endpoint with the request's parameters: where the pages go next. */

@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
+import { createRequire } from 'node:module';
 import OAuth2Server from '@node-oauth/oauth2-server';
 import type { Kysely } from 'kysely';
 import type { AppsService } from '../apps/service.js';
@@ -21,7 +22,41 @@ import type { AuthorizeParams } from './params.js';
 import { findRefreshTokenByHash, revokeGrantChain } from './repository.js';
 import type { SessionUser } from './sessions.js';
 
-const { OAuthError, Request, Response } = OAuth2Server;
+const { InvalidClientError, InvalidGrantError, InvalidRequestError, OAuthError, Request, Response } = OAuth2Server;
+
+/** The grants this server supports; any other `grant_type` is `unsupported_grant_type`. */
+export const GRANT_TYPES = ['authorization_code', 'refresh_token'] as const;
+
+interface CodeGrantInstance {
+  validateRedirectUri(request: OAuth2Server.Request, code: OAuth2Server.AuthorizationCode): void;
+}
+// The library exports its extension base class but not the authorization-code grant it ships;
+// the subclass below changes only how the redirect_uri check reports its failures.
+const LibraryCodeGrant = createRequire(import.meta.url)(
+  '@node-oauth/oauth2-server/lib/grant-types/authorization-code-grant-type',
+) as new (
+  options: unknown,
+) => CodeGrantInstance;
+
+/**
+ * The library's authorization-code grant, with RFC 6749 5.2's codes for `redirect_uri`: absent
+ * when the authorization request had one is `invalid_request` (a parameter is missing); present
+ * but different is `invalid_grant` (it does not match the grant).
+ */
+class CodeGrant extends LibraryCodeGrant {
+  override validateRedirectUri(request: OAuth2Server.Request, code: OAuth2Server.AuthorizationCode): void {
+    if (!code.redirectUri) return;
+    const given = request.body.redirect_uri;
+    if (typeof given !== 'string' || given === '') {
+      throw new InvalidRequestError(
+        'Missing parameter: `redirect_uri` (the authorization request had one: send the same value)',
+      );
+    }
+    if (given !== code.redirectUri) {
+      throw new InvalidGrantError('Invalid grant: `redirect_uri` differs from the one of the authorization request');
+    }
+  }
+}
 
 /** An authorization request that passed every check: what the consent page shows. */
 export interface CheckedRequest {
@@ -78,6 +113,7 @@ export class OAuthService {
   private readonly tokenModel: OAuthModel;
   private readonly authorizeModel: OAuthModel;
   private readonly dryRunModel: OAuthModel;
+  private readonly apps: AppsService;
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -85,6 +121,7 @@ export class OAuthService {
     apps: AppsService,
     private readonly accessTokenTtlSeconds: number,
   ) {
+    this.apps = apps;
     const deps = { db, clock, apps, accessTokenTtlSeconds };
     this.tokenModel = createModel(deps, 'token');
     this.authorizeModel = createModel(deps, 'authorize');
@@ -99,8 +136,10 @@ export class OAuthService {
       // Public apps refresh with their client_id alone; confidential ones must still authenticate
       // (the token model refuses a confidential app without its secret).
       requireClientAuthentication: { refresh_token: false },
-      // `plain` PKCE stays refused (the library's default), and `state` is required.
+      // `plain` PKCE stays refused (the library's default); `state` may be left out only with a
+      // PKCE challenge (RFC 9700 2.1.1), decided per request in runAuthorize.
       allowEmptyState: false,
+      extendedGrantTypes: { authorization_code: CodeGrant as unknown as typeof OAuth2Server.AbstractGrantType },
     });
   }
 
@@ -111,13 +150,32 @@ export class OAuthService {
   async check(params: AuthorizeParams, user: SessionUser | null): Promise<AuthorizeOutcome> {
     const missing = this.missingTarget(params);
     if (missing) return missing;
-    return this.runAuthorize(params, user ? toOAuthUser(user) : NOBODY, { dryRun: true, approved: true });
+    const outcome = await this.runAuthorize(params, user ? toOAuthUser(user) : NOBODY, {
+      dryRun: true,
+      approved: true,
+    });
+    if (outcome.kind !== 'ok') return outcome;
+    // RFC 7636 4.3 makes `plain` the default method; this server allows only S256, so a challenge
+    // without its method would be read differently by the app and by us.
+    if (params.code_challenge && !params.code_challenge_method) {
+      return {
+        kind: 'redirect',
+        location: errorRedirect(
+          outcome.request.redirectUri,
+          'invalid_request',
+          'Missing parameter: `code_challenge_method` (send S256 with `code_challenge`)',
+          echoedState(params),
+        ),
+      };
+    }
+    return outcome;
   }
 
   /** The merchant's decision on the consent page: a redirect with a code, or with access_denied. */
   async decide(params: AuthorizeParams, user: SessionUser, approved: boolean): Promise<AuthorizeRedirectOrError> {
-    const missing = this.missingTarget(params);
-    if (missing) return missing;
+    // Every check of the pages again: the form may not come from them.
+    const checked = await this.check(params, user);
+    if (checked.kind !== 'ok') return checked;
     const outcome = await this.runAuthorize(params, toOAuthUser(user), { dryRun: false, approved });
     // Only a dry run stops at "ok".
     return outcome.kind === 'ok' ? { kind: 'error_page', status: 500, message: GENERIC_FAILURE } : outcome;
@@ -128,11 +186,42 @@ export class OAuthService {
     const request = formRequest(headers, body);
     const response = new Response();
     try {
+      await this.refuseBeforeTheLibrary(request);
       await this.server.token(request, response);
       // The library derives expires_in from the wall clock, a second short now and then.
       return { status: 200, headers: NO_STORE, body: { ...response.body, expires_in: this.accessTokenTtlSeconds } };
     } catch (error) {
       return this.endpointError(error, response.get('www-authenticate') !== undefined);
+    }
+  }
+
+  /**
+   * What the library would answer with another code: a grant type it knows but this server does
+   * not offer (it says `unauthorized_client`), and a public app's code exchange without its PKCE
+   * verifier (it says `invalid_client`, as if the app had forgotten a secret it does not have).
+   */
+  private async refuseBeforeTheLibrary(request: OAuth2Server.Request): Promise<void> {
+    const form = request.body as Record<string, unknown>;
+    const grantType = form.grant_type;
+    if (typeof grantType === 'string' && grantType !== '' && !(GRANT_TYPES as readonly string[]).includes(grantType)) {
+      throw new OAuth2Server.UnsupportedGrantTypeError(
+        `Unsupported grant type: \`${grantType}\` is not offered; use ${GRANT_TYPES.join(' or ')}`,
+      );
+    }
+    const anonymousCodeExchange =
+      grantType === 'authorization_code' &&
+      request.get('authorization') === undefined &&
+      !form.client_secret &&
+      !form.code_verifier &&
+      typeof form.client_id === 'string' &&
+      form.client_id !== '';
+    if (anonymousCodeExchange) {
+      const app = await this.apps.findByClientId(form.client_id as string);
+      if (app && !app.confidential) {
+        throw new InvalidGrantError(
+          'Missing parameter: `code_verifier` (this app has no client secret, so its codes need the PKCE verifier)',
+        );
+      }
     }
   }
 
@@ -150,16 +239,8 @@ export class OAuthService {
       }
       const form = request.body as Record<string, unknown>;
       const credentials = clientCredentials(request.get('authorization'), form);
-      const client = credentials
-        ? ((await this.tokenModel.getClient(credentials.id, credentials.secret as string)) as OAuthClient | false)
-        : false;
-      if (!client) {
-        return basic
-          ? oauthError(401, 'invalid_client', 'Invalid client: client is invalid', {
-              'www-authenticate': 'Basic realm="loyalty"',
-            })
-          : oauthError(400, 'invalid_client', 'Invalid client: client is invalid');
-      }
+      if (!credentials) throw new InvalidClientError('Invalid client: send the client credentials');
+      const client = (await this.tokenModel.getClient(credentials.id, credentials.secret as string)) as OAuthClient;
       if (typeof form.token !== 'string' || form.token === '') {
         return oauthError(400, 'invalid_request', 'Missing parameter: `token`');
       }
@@ -216,6 +297,7 @@ export class OAuthService {
       const perCall = {
         model: options.dryRun ? this.dryRunModel : this.authorizeModel,
         authenticateHandler: { handle: async () => user },
+        allowEmptyState: params.code_challenge !== undefined,
       } as OAuth2Server.AuthorizeOptions;
       await this.server.authorize(request, response, perCall);
       return { kind: 'redirect', location: response.get('location') as string };
@@ -234,7 +316,7 @@ export class OAuthService {
       }
       // Built here rather than taken from the library, which drops the error from redirect URIs
       // that have a query string, and would put an internal error's message in the URL.
-      const state = params.state !== undefined && VSCHAR.test(params.state) ? params.state : undefined;
+      const state = echoedState(params);
       const location = internal
         ? errorRedirect(params.redirect_uri as string, 'server_error', GENERIC_FAILURE, state)
         : errorRedirect(params.redirect_uri as string, (error as OAuthErrorLike).name, (error as Error).message, state);
@@ -250,9 +332,10 @@ export class OAuthService {
       };
     }
     // RFC 6749 5.2: a client that tried HTTP Basic gets 401 and a challenge.
-    const challenge: Record<string, string> =
-      error.code === 401 && basic ? { 'www-authenticate': 'Basic realm="loyalty"' } : {};
-    return oauthError(error.code, error.name, error.message, challenge);
+    if (error instanceof InvalidClientError && basic) {
+      return oauthError(401, error.name, error.message, { 'www-authenticate': 'Basic realm="loyalty"' });
+    }
+    return oauthError(error.code, error.name, error.message);
   }
 }
 
@@ -263,7 +346,45 @@ function formRequest(headers: IncomingHttpHeaders, body: unknown): OAuth2Server.
     const value = headers[name];
     if (typeof value === 'string') kept[name] = value;
   }
+  if (kept.authorization !== undefined) kept.authorization = formDecodedBasic(kept.authorization);
   return new Request({ method: 'POST', headers: kept, query: {}, body: body ?? {} });
+}
+
+/**
+ * RFC 6749 2.3.1: a client form-encodes its id and secret before joining them for HTTP Basic
+ * (every `client_id` holds `_`, which standard clients send as `%5F`). The library reads them
+ * raw, so they are decoded here; a header that is not such Basic credentials is left as it is.
+ */
+function formDecodedBasic(authorization: string): string {
+  const credentials = basicCredentials(authorization);
+  if (!credentials) return authorization;
+  try {
+    const id = decodeFormComponent(credentials.id);
+    const secret = decodeFormComponent(credentials.secret);
+    return `Basic ${Buffer.from(`${id}:${secret}`, 'utf8').toString('base64')}`;
+  } catch {
+    // Malformed percent-encoding: the credentials as sent, which will not authenticate.
+    return authorization;
+  }
+}
+
+function decodeFormComponent(value: string): string {
+  return decodeURIComponent(value.replace(/\+/g, ' '));
+}
+
+/** The id and secret of an HTTP Basic header, undecoded, or null. */
+function basicCredentials(authorization: string): { id: string; secret: string } | null {
+  const match = /^Basic +([A-Za-z0-9+/=]+) *$/i.exec(authorization);
+  if (!match) return null;
+  const decoded = Buffer.from(match[1] as string, 'base64').toString('utf8');
+  const colon = decoded.indexOf(':');
+  if (colon < 1) return null;
+  return { id: decoded.slice(0, colon), secret: decoded.slice(colon + 1) };
+}
+
+/** The request's `state`, when it is fit to send back (RFC 6749 appendix A.5: printable ASCII). */
+function echoedState(params: AuthorizeParams): string | undefined {
+  return params.state !== undefined && VSCHAR.test(params.state) ? params.state : undefined;
 }
 
 function toOAuthUser(user: SessionUser): OAuthUser {
@@ -276,14 +397,30 @@ function oauthError(
   description: string,
   headers: Record<string, string> = {},
 ): EndpointResult {
-  return { status, headers: { ...NO_STORE, ...headers }, body: { error, error_description: description } };
+  return {
+    status,
+    headers: { ...NO_STORE, ...headers },
+    body: { error, error_description: safeDescription(description) },
+  };
+}
+
+/**
+ * RFC 6749 5.2 and 4.1.2.1: `error_description` holds printable ASCII without `"` and `\`.
+ * Messages (the library's included) are made to fit: quotes become apostrophes, anything else
+ * outside the set a space.
+ */
+export function safeDescription(description: string): string {
+  return description
+    .replace(/"/g, "'")
+    .replace(/\\/g, '/')
+    .replace(/[^\x20-\x7E]/g, ' ');
 }
 
 /** The redirect URI with `error`, `error_description` and `state` added to its query. */
 export function errorRedirect(redirectUri: string, error: string, description: string, state?: string): string {
   const url = new URL(redirectUri);
   url.searchParams.set('error', error);
-  url.searchParams.set('error_description', description);
+  url.searchParams.set('error_description', safeDescription(description));
   if (state !== undefined) url.searchParams.set('state', state);
   return url.toString();
 }
@@ -297,14 +434,7 @@ function clientCredentials(
   authorization: string | undefined,
   form: Record<string, unknown>,
 ): { id: string; secret: string | undefined } | null {
-  if (authorization !== undefined) {
-    const match = /^Basic +([A-Za-z0-9+/=]+) *$/i.exec(authorization);
-    if (!match) return null;
-    const decoded = Buffer.from(match[1] as string, 'base64').toString('utf8');
-    const colon = decoded.indexOf(':');
-    if (colon < 1) return null;
-    return { id: decoded.slice(0, colon), secret: decoded.slice(colon + 1) };
-  }
+  if (authorization !== undefined) return basicCredentials(authorization);
   if (typeof form.client_id !== 'string' || form.client_id === '') return null;
   const secret = typeof form.client_secret === 'string' && form.client_secret !== '' ? form.client_secret : undefined;
   return { id: form.client_id, secret };

@@ -6,14 +6,15 @@ import type { Clock } from '../clock.js';
 import type { Database } from '../storage/schema.js';
 import { normalizeEmail, type UsersService } from '../users/service.js';
 import {
-  clearFailures,
+  type AttemptCount,
+  clearAttempts,
+  countAttempt,
   deleteSession,
-  findFailureCounts,
   findLiveSession,
+  forgiveAttempt,
   insertSession,
   pruneSessions,
-  recordFailure,
-} from './repository.js';
+} from './sessions-repository.js';
 
 /** The session cookie: `oas_` and 40 base62 characters; the database holds only its SHA-256. */
 const SESSION_PREFIX = 'oas_';
@@ -21,11 +22,11 @@ const SESSION_FORMAT = /^oas_[0-9A-Za-z]{40}$/;
 /** How long a browser session lasts, signed in or not. */
 export const SESSION_TTL_SECONDS = 8 * 3600;
 
-/** Failed sign-ins are counted per email and per client address in windows of 15 minutes. */
+/** Sign-in attempts are counted per email and per client address in windows of 15 minutes. */
 export const FAILURE_WINDOW_MS = 15 * 60 * 1000;
-/** Failures of one email in a window after which its sign-ins are refused until the window ends. */
+/** Failed attempts for one email in a window after which its sign-ins are refused until the window ends. */
 export const MAX_FAILURES_PER_EMAIL = 5;
-/** Failures from one address in a window (guessing across many emails). */
+/** Failed attempts from one address in a window (guessing across many emails). */
 export const MAX_FAILURES_PER_ADDRESS = 50;
 
 /** The signed-in merchant of a session. */
@@ -36,7 +37,10 @@ export interface SessionUser {
   accountName: string;
 }
 
-/** A browser session of the OAuth pages. `id` is the raw cookie value and is never logged. */
+/**
+ * A browser session of the OAuth pages. `id` is the raw cookie value and is never logged. Only a
+ * signed-in session has a row; an anonymous one is its cookie alone.
+ */
 export interface Session {
   id: string;
   user: SessionUser | null;
@@ -51,7 +55,9 @@ export type SignInResult =
 /**
  * Sessions of the sign-in and consent pages, their CSRF tokens, and sign-in with a throttle on
  * repeated failures. A session exists before sign-in (so the sign-in form has a CSRF token too)
- * and is replaced by a new one at sign-in (no session fixation).
+ * and is replaced by a new one at sign-in (no session fixation). Before sign-in it is only a
+ * random cookie: the CSRF token is derived from it, so nothing is stored for anonymous visitors,
+ * and requests for the sign-in page cannot fill the database.
  */
 export class SessionsService {
   constructor(
@@ -61,26 +67,29 @@ export class SessionsService {
     private readonly accounts: AccountsService,
   ) {}
 
-  /** The live session named by a cookie value, or null (absent, malformed, unknown or expired). */
+  /**
+   * The session named by a cookie value, or null (absent or malformed). A well-formed cookie
+   * without a live signed-in row is an anonymous session.
+   */
   async find(cookie: string | undefined): Promise<Session | null> {
     if (cookie === undefined || !SESSION_FORMAT.test(cookie)) return null;
-    const row = await findLiveSession(this.db, sha256Hex(cookie), this.clock.now());
-    if (!row) return null;
-    const user = row.user_id === null ? null : await this.loadUser(row.user_id);
-    if (row.user_id !== null && !user) return null;
-    return { id: cookie, user, expiresAt: row.expires_at };
+    const now = this.clock.now();
+    const row = await findLiveSession(this.db, sha256Hex(cookie), now);
+    const user = row?.user_id == null ? null : await this.loadUser(row.user_id);
+    return { id: cookie, user, expiresAt: row && user ? row.expires_at : now + SESSION_TTL_SECONDS * 1000 };
   }
 
-  /** A new session, signed in as `user` or anonymous. */
+  /** A new session: anonymous (a cookie only), or signed in as `user` (stored). */
   async start(user: SessionUser | null = null): Promise<Session> {
     const now = this.clock.now();
-    // Housekeeping where sessions are made, so the tables never grow without bound.
-    await pruneSessions(this.db, now, now - FAILURE_WINDOW_MS);
     const id = SESSION_PREFIX + randomBase62(40);
     const expiresAt = now + SESSION_TTL_SECONDS * 1000;
+    if (user === null) return { id, user, expiresAt };
+    // Housekeeping where sessions are made, so the tables never grow without bound.
+    await pruneSessions(this.db, now, now - FAILURE_WINDOW_MS);
     await insertSession(this.db, {
       session_hash: sha256Hex(id),
-      user_id: user?.userId ?? null,
+      user_id: user.userId,
       created_at: now,
       expires_at: expiresAt,
     });
@@ -110,33 +119,30 @@ export class SessionsService {
 
   /**
    * Checks the email and password. Success replaces the session with a signed-in one. Failure
-   * says nothing about which part was wrong; too many failures for the email or from the
-   * address refuse further attempts (without checking the password) until the window ends.
+   * says nothing about which part was wrong. Each attempt is counted, for the email and for the
+   * address, before the password is checked, in one statement each: of attempts made at the same
+   * moment, only those within the limits are checked, and the rest are refused unchecked until the
+   * window ends. A success takes its attempt back (and clears the email's count).
    */
   async signIn(session: Session, email: string, password: string, address: string): Promise<SignInResult> {
     const now = this.clock.now();
     const windowStart = now - FAILURE_WINDOW_MS;
     const emailKey = `email:${sha256Hex(normalizeEmail(email))}`;
     const addressKey = `ip:${address}`;
-    const counts = await findFailureCounts(this.db, [emailKey, addressKey]);
-    const blockedUntil = Math.max(
-      0,
-      ...counts
-        .filter((count) => count.windowStartedAt >= windowStart)
-        .filter(
-          (count) => count.failures >= (count.key === emailKey ? MAX_FAILURES_PER_EMAIL : MAX_FAILURES_PER_ADDRESS),
-        )
-        .map((count) => count.windowStartedAt + FAILURE_WINDOW_MS),
-    );
-    if (blockedUntil > now) return { kind: 'throttled', retryAfterSeconds: Math.ceil((blockedUntil - now) / 1000) };
+    const counts: Array<[AttemptCount, number]> = [
+      [await countAttempt(this.db, emailKey, now, windowStart), MAX_FAILURES_PER_EMAIL],
+      [await countAttempt(this.db, addressKey, now, windowStart), MAX_FAILURES_PER_ADDRESS],
+    ];
+    const over = counts.filter(([count, max]) => count.attempts > max).map(([count]) => count);
+    if (over.length > 0) {
+      const blockedUntil = Math.max(...over.map((count) => count.windowStartedAt + FAILURE_WINDOW_MS));
+      return { kind: 'throttled', retryAfterSeconds: Math.max(1, Math.ceil((blockedUntil - now) / 1000)) };
+    }
 
     const user = await this.users.authenticate(email, password);
-    if (!user) {
-      await recordFailure(this.db, emailKey, now, windowStart);
-      await recordFailure(this.db, addressKey, now, windowStart);
-      return { kind: 'invalid' };
-    }
-    await clearFailures(this.db, emailKey);
+    if (!user) return { kind: 'invalid' };
+    await clearAttempts(this.db, emailKey);
+    await forgiveAttempt(this.db, addressKey);
     const account = await this.accounts.require(user.account_id);
     await this.end(session);
     const signedIn = await this.start({

@@ -224,7 +224,7 @@ describe('the authorization code flow: public app with PKCE', () => {
   it('a public app may not present a client secret', async () => {
     const f = await setupOAuth(t, { public: true });
     const { verifier, challenge } = pkcePair();
-    const { code } = await authorize(t, f, { code_challenge: challenge });
+    const { code } = await authorize(t, f, { code_challenge: challenge, code_challenge_method: 'S256' });
     const response = await exchange(t, f, code, { code_verifier: verifier, client_secret: 'cs_guessed' });
     expectOAuthError(response, 400, 'invalid_client');
   });

@@ -31,7 +31,7 @@ afterEach(async () => {
 it('never logs passwords, codes, tokens, client secrets or session ids, even at trace level', async () => {
   const f = await setupOAuth(t);
   const { verifier, challenge } = pkcePair();
-  const { code } = await authorize(t, f, { code_challenge: challenge });
+  const { code } = await authorize(t, f, { code_challenge: challenge, code_challenge_method: 'S256' });
   const tokens = (await exchange(t, f, code, { code_verifier: verifier })).json();
   await exchange(t, f, code, { code_verifier: verifier }); // reuse: an error path
   await exchange(t, f, 'oac_x', { client_secret: 'cs_wrong-secret-attempt' });

@@ -152,7 +152,10 @@ describe('the sign-in and consent pages', () => {
     const consent = await signIn(browser, url(), f.email, f.password);
     t.clock.advance(8 * 3600 * 1000 + 1);
     const late = await browser.post('/oauth2/authorize', { ...hiddenFields(consent), decision: 'approve' });
-    expect(late.statusCode).toBe(403);
+    // Signed out: back to the sign-in page, and no code.
+    expect(late.statusCode).toBe(303);
+    expect(late.headers.location).toMatch(/^\/oauth2\/authorize\?/);
+    expect((await browser.get(late.headers.location as string)).body).toContain('action="/oauth2/sign-in"');
     expect(await count('oauth_codes')).toBe(0);
   });
 });
@@ -247,7 +250,9 @@ describe('signing in', () => {
     const consent = await signIn(browser, url(), f.email, f.password);
     await t.db.kysely.deleteFrom('accounts').where('id', '=', f.accountId).execute();
     const response = await browser.post('/oauth2/authorize', { ...hiddenFields(consent), decision: 'approve' });
-    expect(response.statusCode).toBe(403);
+    // No longer signed in: back to the sign-in page, and no code.
+    expect(response.statusCode).toBe(303);
+    expect((await browser.get(response.headers.location as string)).body).toContain('action="/oauth2/sign-in"');
     expect(await count('oauth_codes')).toBe(0);
   });
 });

@@ -61,32 +61,43 @@ describe('POST /oauth2/token: authorization codes', () => {
     expectOAuthError(await exchange(t, other, code), 400, 'invalid_grant');
   });
 
-  it('the redirect_uri must be the one of the authorization request', async () => {
+  it('the redirect_uri must be the one of the authorization request: invalid_grant when it differs', async () => {
     const { code } = await authorize(t, f);
-    expectOAuthError(
+    const description = expectOAuthError(
       await exchange(t, f, code, { redirect_uri: 'https://shop-app.example/other' }),
+      400,
+      'invalid_grant',
+    );
+    expect(description).toMatch(/redirect_uri/);
+  });
+
+  it('a missing redirect_uri is invalid_request naming it', async () => {
+    const { code } = await authorize(t, f);
+    const description = expectOAuthError(
+      await exchange(t, f, code, { redirect_uri: undefined }),
       400,
       'invalid_request',
     );
+    expect(description).toMatch(/Missing parameter: `redirect_uri`/);
   });
 
   it('a wrong PKCE verifier is invalid_grant and uses up the code', async () => {
     const { verifier, challenge } = pkcePair();
-    const { code } = await authorize(t, f, { code_challenge: challenge });
+    const { code } = await authorize(t, f, { code_challenge: challenge, code_challenge_method: 'S256' });
     const wrong = pkcePair().verifier;
     expectOAuthError(await exchange(t, f, code, { code_verifier: wrong }), 400, 'invalid_grant');
     expectOAuthError(await exchange(t, f, code, { code_verifier: verifier }), 400, 'invalid_grant');
   });
 
-  it('a missing PKCE verifier is refused: invalid_grant for a confidential app, invalid_client for a public one', async () => {
+  it('a missing PKCE verifier is invalid_grant, for a confidential app and for a public one', async () => {
     const { challenge } = pkcePair();
-    const { code } = await authorize(t, f, { code_challenge: challenge });
+    const { code } = await authorize(t, f, { code_challenge: challenge, code_challenge_method: 'S256' });
     expect(expectOAuthError(await exchange(t, f, code), 400, 'invalid_grant')).toContain('code_verifier');
 
     const pub = await setupOAuth(t, { public: true });
     const pair = pkcePair();
-    const issued = await authorize(t, pub, { code_challenge: pair.challenge });
-    expectOAuthError(await exchange(t, pub, issued.code), 400, 'invalid_client');
+    const issued = await authorize(t, pub, { code_challenge: pair.challenge, code_challenge_method: 'S256' });
+    expect(expectOAuthError(await exchange(t, pub, issued.code), 400, 'invalid_grant')).toContain('code_verifier');
     // Without a challenge the public app never gets a code at all (see authorize-errors).
   });
 
@@ -118,7 +129,7 @@ describe('POST /oauth2/token: client authentication', () => {
 
   it('a confidential app must authenticate even with PKCE, and on refresh', async () => {
     const { verifier, challenge } = pkcePair();
-    const { code } = await authorize(t, f, { code_challenge: challenge });
+    const { code } = await authorize(t, f, { code_challenge: challenge, code_challenge_method: 'S256' });
     expectOAuthError(
       await exchange(t, f, code, { client_secret: undefined, code_verifier: verifier }),
       400,
@@ -154,7 +165,7 @@ describe('POST /oauth2/token: requests', () => {
         client_secret: f.clientSecret as string,
       }),
       400,
-      'unauthorized_client',
+      'unsupported_grant_type',
     );
     expectOAuthError(
       await postForm(t, '/oauth2/token', {
