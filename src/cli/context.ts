@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { systemClock } from '../clock.js';
 import { type Config, ConfigError, loadConfig } from '../config.js';
+import { toContractError } from '../error-mapping.js';
 import { DomainError } from '../errors.js';
 import { createServices, type Services } from '../services.js';
 import { type Db, openDb } from '../storage/db.js';
@@ -44,21 +45,30 @@ export async function run<T>(
   }
 }
 
+/**
+ * Writes the error as the API would answer it (the same mapping: a database that cannot be
+ * reached is `unavailable`, anything unexpected `internal_error`), with the underlying cause
+ * added for the administrator, who is not a remote client.
+ */
 function reportError(error: unknown, json: boolean): void {
-  if (error instanceof DomainError) {
-    if (json) {
-      const body = {
-        error: { code: error.code, message: error.message, ...(error.details ? { details: error.details } : {}) },
-      };
-      process.stderr.write(`${JSON.stringify(body)}\n`);
-    } else {
-      process.stderr.write(`error: ${error.message}\n`);
-      for (const detail of error.details?.slice(1) ?? []) process.stderr.write(`  ${detail.field} ${detail.message}\n`);
-    }
+  if (error instanceof ConfigError) {
+    process.stderr.write(
+      json
+        ? `${JSON.stringify({ error: { code: 'internal_error', message: error.message } })}\n`
+        : `${error.message}\n`,
+    );
     return;
   }
-  const message = error instanceof ConfigError ? error.message : `error: ${(error as Error)?.message ?? String(error)}`;
-  process.stderr.write(json ? `${JSON.stringify({ error: { code: 'internal_error', message } })}\n` : `${message}\n`);
+  const mapped = toContractError(error);
+  const cause = mapped === error ? '' : ` (${(error as Error)?.message ?? String(error)})`;
+  const message = mapped.code === 'internal_error' ? `an internal error occurred${cause}` : `${mapped.message}${cause}`;
+  if (json) {
+    const body = { error: { code: mapped.code, message, ...(mapped.details ? { details: mapped.details } : {}) } };
+    process.stderr.write(`${JSON.stringify(body)}\n`);
+    return;
+  }
+  process.stderr.write(`error: ${message}\n`);
+  for (const detail of mapped.details?.slice(1) ?? []) process.stderr.write(`  ${detail.field} ${detail.message}\n`);
 }
 
 /** Reads and parses a JSON file given on the command line; a bad file is `invalid_parameter`. */

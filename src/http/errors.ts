@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { type IncomingMessage, STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { isDatabaseError, toContractError } from '../error-mapping.js';
 import { DomainError, ERROR_STATUS, type ErrorCode } from '../errors.js';
-import { detailsOf, type SchemaIssue } from '../validation-details.js';
 import { requestId } from './request-id.js';
 import type { ErrorBody } from './schemas.js';
 
@@ -20,13 +20,15 @@ export function registerErrorHandling(app: FastifyInstance, hooks: { onDatabaseE
     send(request, reply, new DomainError('not_found', `no route for ${request.method} ${request.url.split('?')[0]}`));
   });
 
-  app.setErrorHandler((error: FastifyError, request, reply) => {
-    const domain = toDomainError(error);
+  // Every error of every route, the OAuth routes' included (they have a handler of their own
+  // but inherit this hook), is looked at here once for the database-error metric.
+  app.addHook('onError', async (_request, _reply, error) => {
     if (isDatabaseError(error)) hooks.onDatabaseError?.();
-    if (domain.status >= 500) {
-      if (domain.code === 'internal_error') request.log.error({ err: error }, 'request failed');
-      else request.log.warn({ err: error }, domain.message);
-    }
+  });
+
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    const domain = toContractError(error);
+    logFailure(request, error, domain);
     // Answering a body that is too large while the client is still sending it, then closing (as
     // Fastify and a `Connection: close` client ask), resets the connection with the rest of the
     // body unread, often before the client has read the 413. The rest is read and thrown away
@@ -38,6 +40,13 @@ export function registerErrorHandling(app: FastifyInstance, hooks: { onDatabaseE
     }
     send(request, reply, domain);
   });
+}
+
+/** Logs a 5xx with the whole error: an internal error as an error, an unreachable database as a warning. */
+export function logFailure(request: FastifyRequest, error: unknown, domain: DomainError): void {
+  if (domain.status < 500) return;
+  if (domain.code === 'internal_error') request.log.error({ err: error }, 'request failed');
+  else request.log.warn({ err: error }, domain.message);
 }
 
 /** Answers a CONNECT request `404 not_found` with the contract's body, then closes the connection. */
@@ -102,7 +111,7 @@ function bodyDiscarded(raw: IncomingMessage): Promise<void> {
  * percent-encoding does not decode, which Fastify would otherwise answer in its own shape.
  */
 export function answerFrameworkError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
-  send(request, reply, toDomainError(error));
+  send(request, reply, toContractError(error));
 }
 
 function send(request: FastifyRequest, reply: FastifyReply, error: DomainError): void {
@@ -117,106 +126,4 @@ function send(request: FastifyRequest, reply: FastifyReply, error: DomainError):
     .header('x-request-id', request.id)
     .type('application/json; charset=utf-8')
     .send(JSON.stringify(body));
-}
-
-const payloadTooLarge = () => new DomainError('payload_too_large', 'the request body is larger than 64 KiB');
-const unsupportedMediaType = () =>
-  new DomainError('unsupported_media_type', 'the request body must be sent with Content-Type: application/json');
-const unavailable = () => new DomainError('unavailable', 'the service is temporarily unavailable; retry shortly');
-
-/** Maps any thrown value to the contract's error. */
-export function toDomainError(error: FastifyError): DomainError {
-  if (error instanceof DomainError) return error;
-  if (error.validation) return fromValidation(error);
-  if (isDatabaseUnavailable(error)) return unavailable();
-  switch (error.code) {
-    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-    case 'FST_ERR_CTP_INVALID_TYPE':
-      return unsupportedMediaType();
-    case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return payloadTooLarge();
-    case 'FST_ERR_BAD_URL':
-      return new DomainError('invalid_request', 'the URL is malformed: its percent-encoding does not decode');
-    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
-      return new DomainError('invalid_request', 'the request body is empty; a JSON object is required');
-  }
-  const status = error.statusCode ?? 500;
-  if (status === 413) return payloadTooLarge();
-  if (status === 415) return unsupportedMediaType();
-  if (status === 404) return new DomainError('not_found', 'not found');
-  if (status === 503) return unavailable();
-  if (status >= 400 && status < 500) {
-    const message = /prototype property/.test(error.message)
-      ? 'the request body must not contain "__proto__" or "constructor.prototype" keys'
-      : error instanceof SyntaxError
-        ? 'the request body is not valid JSON'
-        : 'the request is malformed';
-    return new DomainError('invalid_request', message);
-  }
-  return new DomainError('internal_error', 'an internal error occurred; quote the request id when reporting it');
-}
-
-/**
- * A schema failure: of the envelope (body not an object, wrapper missing or not an object) it is
- * `invalid_request`; of a field, `invalid_parameter` with the field's dotted path in `details`.
- */
-function fromValidation(error: FastifyError): DomainError {
-  const context = (error as FastifyError & { validationContext?: string }).validationContext ?? 'body';
-  const issues = (error.validation ?? []) as unknown as SchemaIssue[];
-  const details = detailsOf(issues, { whole: context });
-  const envelope = context === 'body' && issues.some(isEnvelopeIssue);
-  // The contract has its own code for a bad cursor: an empty or overlong one is one.
-  if (context === 'querystring' && issues.length > 0 && issues.every(isCursorLengthIssue)) {
-    return new DomainError('invalid_cursor', 'cursor must be a cursor from an earlier response, not empty', details);
-  }
-  const code: ErrorCode = envelope ? 'invalid_request' : 'invalid_parameter';
-  const first = details[0];
-  const message = envelope
-    ? 'the request body must be a JSON object of the documented shape'
-    : first
-      ? `${first.field} ${first.message}`
-      : 'invalid parameter';
-  return new DomainError(code, message, details);
-}
-
-function isCursorLengthIssue(issue: SchemaIssue): boolean {
-  return issue.instancePath === '/cursor' && (issue.keyword === 'minLength' || issue.keyword === 'maxLength');
-}
-
-function isEnvelopeIssue(issue: SchemaIssue): boolean {
-  const depth = issue.instancePath.split('/').length - 1;
-  if (depth === 0) return true; // the body itself: wrong type, wrapper missing, unknown top-level key
-  return depth === 1 && issue.keyword === 'type'; // the wrapper is not an object
-}
-
-const UNAVAILABLE_CODES = new Set([
-  'SQLITE_BUSY',
-  'SQLITE_LOCKED',
-  'SQLITE_CANTOPEN',
-  'SQLITE_IOERR',
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'ETIMEDOUT',
-  'ENOTFOUND',
-  'EPIPE',
-  '57P01', // admin_shutdown
-  '57P03', // cannot_connect_now
-  '53300', // too_many_connections
-]);
-
-/** Errors raised by either database driver. */
-function isDatabaseError(error: FastifyError): boolean {
-  if (error instanceof DomainError || error.validation) return false;
-  const code = typeof error.code === 'string' ? error.code : '';
-  return code.startsWith('SQLITE_') || /^[0-9A-Z]{5}$/.test(code) || isDatabaseUnavailable(error);
-}
-
-/** Errors that mean the database cannot be reached right now, not that the request was wrong. */
-function isDatabaseUnavailable(error: Error & { code?: string }): boolean {
-  if (typeof error.code === 'string' && (UNAVAILABLE_CODES.has(error.code) || error.code.startsWith('08'))) {
-    return true;
-  }
-  return /Connection terminated|timeout exceeded when trying to connect|driver has already been destroyed/i.test(
-    error.message,
-  );
 }

@@ -5,8 +5,9 @@ import type { FastifyContextConfig, FastifyError, FastifyReply, FastifyRequest }
 import { Type } from 'typebox';
 import { ALL_SCOPES } from '../auth/scopes.js';
 import type { Config } from '../config.js';
+import { toContractError } from '../error-mapping.js';
 import { DomainError } from '../errors.js';
-import { toDomainError } from '../http/errors.js';
+import { logFailure } from '../http/errors.js';
 import { consentPage, errorPage, signInPage } from './pages.js';
 import { type AuthorizeParams, pickAuthorizeParams } from './params.js';
 import { type AuthorizeRedirectOrError, type EndpointResult, GRANT_TYPES, safeDescription } from './service.js';
@@ -105,8 +106,8 @@ const oauthRoutes: FastifyPluginAsyncTypebox<{ config: Config }> = async (app, {
   const issuerOf = (request: FastifyRequest) => config.publicUrl ?? `${request.protocol}://${request.host}`;
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
-    const domain = toDomainError(error);
-    if (domain.status >= 500) request.log.error({ err: error }, 'oauth request failed');
+    const domain = toContractError(error);
+    logFailure(request, error, domain);
     if (domain.code === 'unavailable') reply.header('retry-after', '1');
     const repeated = repeatedParameter(error, request);
     const message =
@@ -204,14 +205,8 @@ const oauthRoutes: FastifyPluginAsyncTypebox<{ config: Config }> = async (app, {
     outcome: AuthorizeRedirectOrError,
     status: 302 | 303,
   ) => {
-    if (outcome.failure !== undefined) {
-      request.log.error({ err: outcome.failure }, 'oauth authorization failed');
-    }
     if (outcome.kind === 'redirect') return reply.redirect(withIssuer(outcome.location, issuerOf(request)), status);
-    // An internal failure is 500, or 503 when the database is unreachable.
-    const failed =
-      outcome.failure === undefined ? outcome.status : toDomainError(outcome.failure as FastifyError).status;
-    return sendPage(reply, failed, errorPage(CANNOT_CONTINUE, outcome.message));
+    return sendPage(reply, outcome.status, errorPage(CANNOT_CONTINUE, outcome.message));
   };
 
   const refuseForm = (reply: FastifyReply) =>
@@ -341,9 +336,7 @@ const oauthRoutes: FastifyPluginAsyncTypebox<{ config: Config }> = async (app, {
       },
     },
     async (request, reply) => {
-      const result = await oauth.token(request.headers, request.body);
-      if (result.failure !== undefined) request.log.error({ err: result.failure }, 'token request failed');
-      return sendResult(reply, result);
+      return sendResult(reply, await oauth.token(request.headers, request.body));
     },
   );
 
@@ -370,9 +363,7 @@ const oauthRoutes: FastifyPluginAsyncTypebox<{ config: Config }> = async (app, {
       },
     },
     async (request, reply) => {
-      const result = await oauth.revoke(request.headers, request.body);
-      if (result.failure !== undefined) request.log.error({ err: result.failure }, 'revocation failed');
-      return sendResult(reply, result);
+      return sendResult(reply, await oauth.revoke(request.headers, request.body));
     },
   );
 };

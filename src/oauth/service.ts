@@ -69,27 +69,24 @@ export interface CheckedRequest {
 /**
  * Where an authorization request goes next: the page (sign-in or consent), back to the app
  * (with a code or an RFC 6749 4.1.2.1 error), or an error page when the app cannot be told
- * safely (unknown client, missing or unregistered redirect URI). `failure` is an internal error
- * for the log.
+ * safely (unknown client, missing or unregistered redirect URI). Internal failures are thrown,
+ * for the routes' error handler to map like any other.
  */
 export type AuthorizeOutcome =
   | { kind: 'ok'; request: CheckedRequest }
-  | { kind: 'redirect'; location: string; failure?: unknown }
-  | { kind: 'error_page'; status: number; message: string; failure?: unknown };
+  | { kind: 'redirect'; location: string }
+  | { kind: 'error_page'; status: number; message: string };
 
 /** An outcome that leaves the pages: back to the app, or an error page. */
 export type AuthorizeRedirectOrError = Exclude<AuthorizeOutcome, { kind: 'ok' }>;
 
-/** An answer of the token or revocation endpoint. */
+/** An answer of the token or revocation endpoint (an internal failure is thrown instead). */
 export interface EndpointResult {
   status: number;
   headers: Record<string, string>;
   body: Record<string, unknown> | null;
-  /** An internal error, for the log only. */
-  failure?: unknown;
 }
 
-const GENERIC_FAILURE = 'The server could not complete the request; try again shortly.';
 const NO_STORE = { 'cache-control': 'no-store', pragma: 'no-cache' };
 /** A placeholder merchant for checking a request before anyone has signed in. */
 const NOBODY: OAuthUser = { userId: 0, accountId: 0 };
@@ -100,6 +97,15 @@ type OAuthErrorLike = Error & { code: number; name: string; inner?: unknown };
 
 function isOAuthError(error: unknown): error is OAuthErrorLike {
   return error instanceof OAuthError;
+}
+
+/**
+ * Rethrows what is not the client's fault (a failure inside the library, a database that cannot
+ * be reached), unwrapped from the library's ServerError, so the routes map it like any error.
+ */
+function throwIfInternal(error: unknown): asserts error is OAuthErrorLike {
+  if (!isOAuthError(error)) throw error;
+  if (error.code >= 500) throw error.inner ?? error;
 }
 
 /**
@@ -177,8 +183,8 @@ export class OAuthService {
     const checked = await this.check(params, user);
     if (checked.kind !== 'ok') return checked;
     const outcome = await this.runAuthorize(params, toOAuthUser(user), { dryRun: false, approved });
-    // Only a dry run stops at "ok".
-    return outcome.kind === 'ok' ? { kind: 'error_page', status: 500, message: GENERIC_FAILURE } : outcome;
+    if (outcome.kind === 'ok') throw new Error('only a dry run of the authorization stops before a redirect');
+    return outcome;
   }
 
   /** The token endpoint (RFC 6749 4.1.3 and 6): form parameters in, the library's JSON out. */
@@ -306,31 +312,20 @@ export class OAuthService {
         const { client, scopes, redirectUri } = error.inner.checked;
         return { kind: 'ok', request: { appName: client.name, clientId: client.id, scopes, redirectUri } };
       }
-      const internal = !isOAuthError(error) || error.code >= 500;
-      const failure = internal ? ((error as OAuthErrorLike).inner ?? error) : undefined;
+      throwIfInternal(error);
       // The library sets a Location only once the client and its redirect URI have checked out.
       if (response.get('location') === undefined) {
-        return internal
-          ? { kind: 'error_page', status: 500, message: GENERIC_FAILURE, failure }
-          : { kind: 'error_page', status: 400, message: (error as Error).message };
+        return { kind: 'error_page', status: 400, message: error.message };
       }
       // Built here rather than taken from the library, which drops the error from redirect URIs
-      // that have a query string, and would put an internal error's message in the URL.
-      const state = echoedState(params);
-      const location = internal
-        ? errorRedirect(params.redirect_uri as string, 'server_error', GENERIC_FAILURE, state)
-        : errorRedirect(params.redirect_uri as string, (error as OAuthErrorLike).name, (error as Error).message, state);
-      return { kind: 'redirect', location, ...(failure ? { failure } : {}) };
+      // that have a query string.
+      const location = errorRedirect(params.redirect_uri as string, error.name, error.message, echoedState(params));
+      return { kind: 'redirect', location };
     }
   }
 
   private endpointError(error: unknown, basic: boolean): EndpointResult {
-    if (!isOAuthError(error) || error.code >= 500) {
-      return {
-        ...oauthError(500, 'server_error', GENERIC_FAILURE),
-        failure: isOAuthError(error) ? (error.inner ?? error) : error,
-      };
-    }
+    throwIfInternal(error);
     // RFC 6749 5.2: a client that tried HTTP Basic gets 401 and a challenge.
     if (error instanceof InvalidClientError && basic) {
       return oauthError(401, error.name, error.message, { 'www-authenticate': 'Basic realm="loyalty"' });

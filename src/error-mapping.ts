@@ -1,0 +1,121 @@
+import { DomainError, type ErrorCode } from './errors.js';
+import { detailsOf, type SchemaIssue } from './validation-details.js';
+
+/** What Fastify (and the drivers) put on their errors; read by code, so no framework import. */
+interface FrameworkError extends Error {
+  code?: string;
+  statusCode?: number;
+  validation?: unknown[];
+  validationContext?: string;
+}
+
+const payloadTooLarge = () => new DomainError('payload_too_large', 'the request body is larger than 64 KiB');
+const unsupportedMediaType = () =>
+  new DomainError('unsupported_media_type', 'the request body must be sent with Content-Type: application/json');
+const unavailable = () => new DomainError('unavailable', 'the service is temporarily unavailable; retry shortly');
+
+/**
+ * The one mapping from anything thrown to the contract's error, used by every front door: the
+ * `/v1` error handler, the OAuth endpoints (which then write RFC 6749's form) and pages, and the
+ * CLI. Domain errors pass as they are; schema failures name their fields; a database that cannot
+ * be reached is `unavailable`; Fastify's own errors get their codes; anything else is
+ * `internal_error`.
+ */
+export function toContractError(thrown: unknown): DomainError {
+  if (thrown instanceof DomainError) return thrown;
+  if (!(thrown instanceof Error)) return internalError();
+  const error = thrown as FrameworkError;
+  if (error.validation) return fromValidation(error);
+  if (isDatabaseUnavailable(error)) return unavailable();
+  switch (error.code) {
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+    case 'FST_ERR_CTP_INVALID_TYPE':
+      return unsupportedMediaType();
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return payloadTooLarge();
+    case 'FST_ERR_BAD_URL':
+      return new DomainError('invalid_request', 'the URL is malformed: its percent-encoding does not decode');
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return new DomainError('invalid_request', 'the request body is empty; a JSON object is required');
+  }
+  const status = error.statusCode ?? 500;
+  if (status === 413) return payloadTooLarge();
+  if (status === 415) return unsupportedMediaType();
+  if (status === 404) return new DomainError('not_found', 'not found');
+  if (status === 503) return unavailable();
+  if (status >= 400 && status < 500) {
+    const message = error instanceof SyntaxError ? 'the request body is not valid JSON' : 'the request is malformed';
+    return new DomainError('invalid_request', message);
+  }
+  return internalError();
+}
+
+const internalError = () =>
+  new DomainError('internal_error', 'an internal error occurred; quote the request id when reporting it');
+
+/**
+ * A schema failure: of the envelope (body not an object, wrapper missing or not an object) it is
+ * `invalid_request`; of a field, `invalid_parameter` with the field's dotted path in `details`.
+ */
+function fromValidation(error: FrameworkError): DomainError {
+  const context = error.validationContext ?? 'body';
+  const issues = (error.validation ?? []) as unknown as SchemaIssue[];
+  const details = detailsOf(issues, { whole: context });
+  const envelope = context === 'body' && issues.some(isEnvelopeIssue);
+  // The contract has its own code for a bad cursor: an empty or overlong one is one.
+  if (context === 'querystring' && issues.length > 0 && issues.every(isCursorLengthIssue)) {
+    return new DomainError('invalid_cursor', 'cursor must be a cursor from an earlier response, not empty', details);
+  }
+  const code: ErrorCode = envelope ? 'invalid_request' : 'invalid_parameter';
+  const first = details[0];
+  const message = envelope
+    ? 'the request body must be a JSON object of the documented shape'
+    : first
+      ? `${first.field} ${first.message}`
+      : 'invalid parameter';
+  return new DomainError(code, message, details);
+}
+
+function isCursorLengthIssue(issue: SchemaIssue): boolean {
+  return issue.instancePath === '/cursor' && (issue.keyword === 'minLength' || issue.keyword === 'maxLength');
+}
+
+function isEnvelopeIssue(issue: SchemaIssue): boolean {
+  const depth = issue.instancePath.split('/').length - 1;
+  if (depth === 0) return true; // the body itself: wrong type, wrapper missing, unknown top-level key
+  return depth === 1 && issue.keyword === 'type'; // the wrapper is not an object
+}
+
+const UNAVAILABLE_CODES = new Set([
+  'SQLITE_BUSY',
+  'SQLITE_LOCKED',
+  'SQLITE_CANTOPEN',
+  'SQLITE_IOERR',
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'ENOTFOUND',
+  'EPIPE',
+  '57P01', // admin_shutdown
+  '57P03', // cannot_connect_now
+  '53300', // too_many_connections
+]);
+
+/** Errors raised by either database driver: what the database-error metric counts. */
+export function isDatabaseError(thrown: unknown): boolean {
+  if (!(thrown instanceof Error) || thrown instanceof DomainError) return false;
+  const error = thrown as FrameworkError;
+  if (error.validation) return false;
+  const code = typeof error.code === 'string' ? error.code : '';
+  return code.startsWith('SQLITE_') || /^[0-9A-Z]{5}$/.test(code) || isDatabaseUnavailable(error);
+}
+
+/** Errors that mean the database cannot be reached right now, not that the request was wrong. */
+function isDatabaseUnavailable(error: Error & { code?: string }): boolean {
+  if (typeof error.code === 'string' && (UNAVAILABLE_CODES.has(error.code) || error.code.startsWith('08'))) {
+    return true;
+  }
+  return /Connection terminated|timeout exceeded when trying to connect|driver has already been destroyed/i.test(
+    error.message,
+  );
+}
