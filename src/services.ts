@@ -3,6 +3,7 @@ import { AppsService } from './apps/service.js';
 import { CredentialsService } from './auth/service.js';
 import type { Clock } from './clock.js';
 import { CustomerIdentitiesService } from './customer-identities/service.js';
+import { CustomersService } from './customers/service.js';
 import { EarningRulesService } from './earning-rules/service.js';
 import { OAuthService } from './oauth/service.js';
 import { SessionsService } from './oauth/sessions.js';
@@ -16,6 +17,7 @@ export interface Services {
   apps: AppsService;
   credentials: CredentialsService;
   referralSettings: ReferralSettingsService;
+  customers: CustomersService;
   customerIdentities: CustomerIdentitiesService;
   earningRules: EarningRulesService;
   users: UsersService;
@@ -33,6 +35,7 @@ export function createServices(db: Db, options: ServiceOptions): Services {
   const accounts = new AccountsService(db.kysely, clock);
   const apps = new AppsService(db.kysely, clock);
   const users = new UsersService(db.kysely, clock, accounts);
+  const customers = new CustomersService(db.kysely, clock, accounts);
   return {
     accounts,
     apps,
@@ -44,7 +47,8 @@ export function createServices(db: Db, options: ServiceOptions): Services {
       options.accessTokenTtlSeconds,
     ),
     referralSettings: new ReferralSettingsService(db, clock, accounts),
-    customerIdentities: new CustomerIdentitiesService(db, clock, accounts),
+    customers,
+    customerIdentities: new CustomerIdentitiesService(db, clock, accounts, customers),
     earningRules: new EarningRulesService(db, clock, accounts),
     users,
     sessions: new SessionsService(db.kysely, clock, users, accounts),

@@ -69,3 +69,13 @@ export async function revokeAccessTokenById(db: Kysely<Database>, id: number, no
     .executeTakeFirst();
   return result.numUpdatedRows > 0n;
 }
+
+/** Revokes every live access token issued under an OAuth grant. */
+export async function revokeAccessTokensOfGrant(db: Kysely<Database>, grantId: number, now: number): Promise<void> {
+  await db
+    .updateTable('access_tokens')
+    .set({ revoked_at: now })
+    .where('grant_id', '=', grantId)
+    .where('revoked_at', 'is', null)
+    .execute();
+}

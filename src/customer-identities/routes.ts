@@ -1,8 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
+import { trimEmail } from '../email.js';
 import { authErrorResponses, badRequestResponse, errorRef } from '../http/schemas.js';
 import { CreateOrUpdateBody, CustomerIdentityResponse } from './schemas.js';
-import { trimEmail } from './service.js';
 
 const routes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(

@@ -1,22 +1,15 @@
 import { type Static, Type } from 'typebox';
+import { CUSTOMER_LIMITS, EmailAddress, Name, NO_NUL } from '../customers/schemas.js';
 
 /** The contract's bounds, named once for the schemas, the service and the tests. */
 export const LIMITS = {
+  ...CUSTOMER_LIMITS,
   distinctIdLength: 255,
-  emailLength: 254,
-  nameLength: 255,
   /** Bytes of the compact JSON serialisation (`JSON.stringify`) of `properties`. */
   propertiesBytes: 16 * 1024,
   /** The `properties` object itself is level 1; each nested object or array adds one. */
   propertiesDepth: 5,
 } as const;
-
-// PostgreSQL refuses U+0000 in text values; refusing it here keeps both engines alike (a 400,
-// never a 500). Email addresses cannot contain it: their format already excludes it.
-const NO_NUL = '^[^\\u0000]*$';
-
-const Name = (description: string) =>
-  Type.Union([Type.String({ maxLength: LIMITS.nameLength, pattern: NO_NUL }), Type.Null()], { description });
 
 // `additionalProperties: true` (rather than a Record's patternProperties) reads as a free-form
 // object in OpenAPI 3.0 and makes the serialiser copy every key.
@@ -38,13 +31,7 @@ export const CustomerIdentityInput = Type.Object(
       pattern: NO_NUL,
       description: 'Identifier of the record in the external system; compared exactly (case and spaces count)',
     }),
-    email: Type.String({
-      format: 'email',
-      maxLength: LIMITS.emailLength,
-      description:
-        'E-mail address. Surrounding whitespace is trimmed before it is checked and stored; customers are ' +
-        'matched on it case-insensitively.',
-    }),
+    email: EmailAddress,
     first_name: Type.Optional(Name('Given name; null clears it')),
     last_name: Type.Optional(Name('Family name; null clears it')),
     properties: Type.Optional(Properties),
@@ -102,22 +89,3 @@ export const CustomerIdentityResponse = Type.Object({
   },
 });
 export type CustomerIdentityResponse = Static<typeof CustomerIdentityResponse>;
-
-/** What `loyalty customers create` accepts: the same email and name rules as an identity. */
-export const CustomerInput = Type.Object(
-  {
-    email: CustomerIdentityInput.properties.email,
-    first_name: Type.Optional(Name('Given name')),
-    last_name: Type.Optional(Name('Family name')),
-  },
-  { additionalProperties: false },
-);
-export type CustomerInput = Static<typeof CustomerInput>;
-
-/** A customer as the CLI shows it. */
-export interface Customer {
-  id: number;
-  email: string;
-  first_name: string | null;
-  last_name: string | null;
-}

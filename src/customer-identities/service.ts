@@ -1,20 +1,18 @@
 import type { Kysely } from 'kysely';
 import type { AccountsService } from '../accounts/service.js';
 import type { Clock } from '../clock.js';
+import { CustomerNotVisible, type CustomersService } from '../customers/service.js';
+import { trimEmail } from '../email.js';
 import { DomainError, invalidParameter } from '../errors.js';
 import type { Db } from '../storage/db.js';
 import type { CustomerIdentityUpdate, Database } from '../storage/schema.js';
-import { validate } from '../validate.js';
 import {
-  findCustomerByEmail,
-  insertCustomerIfAbsent,
   insertIdentityIfAbsent,
-  listCustomers,
   listIdentities,
   replaceIdentityProperties,
   updateIdentityFields,
 } from './repository.js';
-import { type Customer, type CustomerIdentity, type CustomerIdentityInput, CustomerInput, LIMITS } from './schemas.js';
+import { type CustomerIdentity, type CustomerIdentityInput, LIMITS } from './schemas.js';
 
 /** The outcome of create_or_update: the identity, and whether this request created it. */
 export interface IdentityResult {
@@ -34,12 +32,13 @@ const MAX_ATTEMPTS = 3;
 /** Thrown inside the transaction to roll it back and replay it (see MAX_ATTEMPTS). */
 class LostRace extends Error {}
 
-/** Customer identities and the customers they link to (spec 4.2). */
+/** Customer identities, each linked to the customer with its email (spec 4.2). */
 export class CustomerIdentitiesService {
   constructor(
     readonly db: Db,
     readonly clock: Clock,
     readonly accounts: AccountsService,
+    private readonly customers: CustomersService,
   ) {}
 
   /**
@@ -48,45 +47,19 @@ export class CustomerIdentitiesService {
    * transaction: whatever fails, nothing is left half written.
    */
   async createOrUpdate(accountId: number, input: CustomerIdentityInput): Promise<IdentityResult> {
-    const request = { ...input, email: input.email.trim() };
+    // Callers other than the route (which trims before validation) may send surrounding spaces.
+    const request = trimEmail(input);
     if (request.properties !== undefined) checkProperties(request.properties, '');
     for (let attempt = 1; ; attempt++) {
       try {
         return await this.db.kysely.transaction().execute((trx) => this.createOrUpdateIn(trx, accountId, request));
       } catch (error) {
-        if (!(error instanceof LostRace)) throw error;
+        if (!(error instanceof LostRace) && !(error instanceof CustomerNotVisible)) throw error;
         if (attempt >= MAX_ATTEMPTS) {
           throw new DomainError('unavailable', 'this customer identity is being changed concurrently; retry shortly');
         }
       }
     }
-  }
-
-  /** Creates a customer (the CLI's `customers create`); an email already in the account is refused. */
-  async createCustomer(accountId: number, input: unknown): Promise<Customer> {
-    const customer = validate(CustomerInput, trimEmail(input), 'customer');
-    await this.accounts.require(accountId);
-    const now = this.clock.now();
-    const created = await insertCustomerIfAbsent(this.db.kysely, {
-      account_id: accountId,
-      email: customer.email,
-      email_normalized: normalizeEmail(customer.email),
-      first_name: customer.first_name ?? null,
-      last_name: customer.last_name ?? null,
-      created_at: now,
-      updated_at: now,
-    });
-    if (created) return created;
-    const existing = await findCustomerByEmail(this.db.kysely, accountId, normalizeEmail(customer.email));
-    throw new DomainError('invalid_parameter', `a customer with this email already exists (id ${existing?.id})`, [
-      { field: 'customer.email', message: `is already the email of customer ${existing?.id}` },
-    ]);
-  }
-
-  /** The account's customers, oldest first. */
-  async listCustomers(accountId: number): Promise<Customer[]> {
-    await this.accounts.require(accountId);
-    return listCustomers(this.db.kysely, accountId);
   }
 
   /** The account's customer identities, oldest first. */
@@ -107,7 +80,8 @@ export class CustomerIdentitiesService {
     if (updated)
       return { identity: await mergeStoredProperties(trx, updated, request.properties, now), created: false };
 
-    const customerId = await this.customerIdFor(trx, accountId, request, now);
+    // Rules 2 and 3: the customer with the identity's email, created from the identity if none.
+    const customerId = await this.customers.idForEmail(trx, accountId, request, now);
     const created = await insertIdentityIfAbsent(trx, {
       account_id: accountId,
       customer_id: customerId,
@@ -125,46 +99,6 @@ export class CustomerIdentitiesService {
     if (!created) throw new LostRace();
     return { identity: created, created: true };
   }
-
-  /** Rules 2 and 3: the customer with the identity's email, created from the identity if none. */
-  private async customerIdFor(
-    trx: Kysely<Database>,
-    accountId: number,
-    request: CustomerIdentityInput,
-    now: number,
-  ): Promise<number> {
-    const emailNormalized = normalizeEmail(request.email);
-    const inserted = await insertCustomerIfAbsent(trx, {
-      account_id: accountId,
-      email: request.email,
-      email_normalized: emailNormalized,
-      first_name: request.first_name ?? null,
-      last_name: request.last_name ?? null,
-      created_at: now,
-      updated_at: now,
-    });
-    if (inserted) return inserted.id;
-    // The insert did nothing, so the customer exists; READ COMMITTED lets this statement see it
-    // even when a concurrent transaction committed it after ours began.
-    const existing = await findCustomerByEmail(trx, accountId, emailNormalized);
-    if (!existing) throw new LostRace();
-    return existing.id;
-  }
-}
-
-/** The key customers are matched on: the email trimmed and lower-cased (addresses are ASCII). */
-export function normalizeEmail(email: string): string {
-  return email.trim().toLowerCase();
-}
-
-/**
- * Trims the email inside an input object, before validation: the contract matches emails "after
- * trimming surrounding spaces", so " Jane@X.com " is a valid address. Anything else is left for
- * the schema to refuse.
- */
-export function trimEmail<T>(input: T): T {
-  if (!isObject(input) || typeof input.email !== 'string') return input;
-  return { ...input, email: input.email.trim() };
 }
 
 /** Rule 4: present fields replace the stored ones; the linked customer is never touched (rule 5). */
@@ -235,8 +169,4 @@ export function jsonDepth(value: unknown, limit: number): number {
     if (deepest >= limit) break;
   }
   return 1 + deepest;
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

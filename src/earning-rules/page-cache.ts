@@ -1,8 +1,55 @@
+import { AccountCache, CACHE_MAX_AGE_MS } from '../storage/change-feed.js';
+import type { Db } from '../storage/db.js';
+import { findRulesVersion } from './repository.js';
+
 /**
- * Serialised pages of earning rules, each kept with the account's rules version it was built at.
- * A page is served from here only while that version is still the account's current one, so a
- * cached page is always exact: any change to the account's rules, made by any process or by the
- * CLI, raises the version in the same transaction. Bounded by bytes, least recently used first out.
+ * The earning-rules page cache, in one place: serialised pages kept with the account's rules
+ * version they were built at, and the versions themselves (on PostgreSQL kept until a change
+ * notification, at most CACHE_MAX_AGE_MS; on SQLite read on every request). A page is served
+ * only while its version is still the account's current one, so a cached page is always exact:
+ * any change to the account's rules, by any process or by the CLI, raises the version in the
+ * same transaction.
+ */
+export class RulesPages {
+  private readonly pages: PageCache;
+  private readonly versions: AccountCache<number>;
+
+  constructor(
+    private readonly db: Db,
+    maxBytes: number,
+  ) {
+    this.pages = new PageCache(maxBytes);
+    this.versions = new AccountCache(db.changes, 'earning_rules', CACHE_MAX_AGE_MS);
+  }
+
+  /** The serialised page stored under `key` for the account, or the one `build` makes (then kept). */
+  async get(accountId: number, key: string, build: () => Promise<string>): Promise<string> {
+    // Read the version before the page: the page is then at least as new as the version it is
+    // stored under, and a change after this read raises the version and retires the entry.
+    const version = await this.version(accountId);
+    const cacheKey = `${accountId}:${key}`;
+    let body = this.pages.get(cacheKey, version);
+    if (body === undefined) {
+      body = await build();
+      this.pages.set(cacheKey, version, body);
+    }
+    return body;
+  }
+
+  /** The account's earning-rules version; -1 for an account that does not exist. */
+  async version(accountId: number): Promise<number> {
+    return this.versions.get(accountId, async () => (await findRulesVersion(this.db.kysely, accountId)) ?? -1);
+  }
+
+  /** After a change made by this process: its versions are read again (all accounts' when none is named). */
+  changed(accountId?: number): void {
+    this.versions.forget(accountId);
+  }
+}
+
+/**
+ * Serialised pages, each kept with the version it was built at; bounded by bytes, least recently
+ * used first out.
  */
 export class PageCache {
   private readonly entries = new Map<string, { version: number; body: string }>();

@@ -82,14 +82,26 @@ async function bumpRulesVersion(db: Executor, accountId: number): Promise<void> 
     .execute();
 }
 
-/** Inserts the rows in chunks (call inside a transaction); returns them in insertion order. */
-export async function insertRules(db: Executor, rows: NewEarningRule[]): Promise<StoredEarningRule[]> {
+/** A rule to insert: every field of the rule, and whether it starts enabled. */
+export type NewRule = Omit<EarningRule, 'id'> & { enabled: boolean };
+
+/**
+ * Inserts the account's new rules in chunks (call inside a transaction); returns them in
+ * insertion order.
+ */
+export async function insertRules(
+  db: Executor,
+  accountId: number,
+  rules: NewRule[],
+  now: number,
+): Promise<StoredEarningRule[]> {
+  const rows = rules.map((rule) => toRow(accountId, rule, now));
   const inserted: EarningRuleRow[] = [];
   for (let start = 0; start < rows.length; start += INSERT_CHUNK) {
     const chunk = rows.slice(start, start + INSERT_CHUNK);
     inserted.push(...(await db.insertInto('earning_rules').values(chunk).returningAll().execute()));
   }
-  for (const accountId of new Set(rows.map((row) => row.account_id))) await bumpRulesVersion(db, accountId);
+  await bumpRulesVersion(db, accountId);
   // RETURNING promises no order; ids grow with insertion order within the transaction.
   return inserted.sort((a, b) => a.id - b.id).map(toStoredEarningRule);
 }
@@ -118,28 +130,13 @@ export async function deleteRule(db: Executor, id: number): Promise<boolean> {
   return row !== undefined;
 }
 
-/**
- * The value of the server secret `name`, storing `candidate` first if there is none yet. Insert
- * then read (never read then insert): when processes race on first use, one insert wins and all
- * of them read the winner's value.
- */
-export async function ensureServerSecret(db: Executor, name: string, candidate: string, now: number): Promise<string> {
-  await db
-    .insertInto('server_secrets')
-    .values({ name, value: candidate, created_at: now })
-    .onConflict((oc) => oc.column('name').doNothing())
-    .execute();
-  const row = await db.selectFrom('server_secrets').select('value').where('name', '=', name).executeTakeFirstOrThrow();
-  return row.value;
-}
-
 /** The row of a new rule. */
-export function toRow(accountId: number, rule: Omit<EarningRule, 'id'>, enabled: boolean, now: number): NewEarningRule {
+function toRow(accountId: number, rule: NewRule, now: number): NewEarningRule {
   const limit = rule.earning_limit;
   const rolling = limit?.type === 'rolling' ? limit.rolling : null;
   return {
     account_id: accountId,
-    enabled: enabled ? 1 : 0,
+    enabled: rule.enabled ? 1 : 0,
     name: rule.name,
     image_url: rule.image_url,
     action_text: rule.action_text,

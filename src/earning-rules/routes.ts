@@ -2,16 +2,9 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import { invalidParameter } from '../errors.js';
 import { authErrorResponses, badRequestResponse } from '../http/schemas.js';
-import { PageCache } from './page-cache.js';
 import { EarningRulesPage, EarningRulesQuery } from './schemas.js';
 
-/** Bytes of serialised pages one app keeps: well over a thousand full 50-rule pages. */
-const PAGE_CACHE_BYTES = 32 * 1024 * 1024;
-
 const routes: FastifyPluginAsyncTypebox = async (app) => {
-  // One cache per app (and so per database): never shared between apps in one process.
-  const pages = new PageCache(PAGE_CACHE_BYTES);
-
   app.get(
     '/v1/earning_rules',
     {
@@ -35,19 +28,11 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request, reply) => {
-      const accountId = request.credential!.accountId;
-      const service = app.services.earningRules;
-      // "no cursor" and any cursor never share a key (an empty cursor is refused by the schema).
-      const { limit, cursor } = request.query;
-      const key = `${accountId}:${limit ?? ''}:${cursor === undefined ? '-' : `c${cursor}`}`;
-      // Read the version before the page: the page is then at least as new as the version it is
-      // stored under, and a change after this read raises the version and retires the entry.
-      const version = await service.rulesVersion(accountId);
-      let body = pages.get(key, version);
-      if (body === undefined) {
-        body = reply.serialize(await service.list(accountId, request.query)) as string;
-        pages.set(key, version, body);
-      }
+      const body = await app.services.earningRules.listSerialised(
+        request.credential!.accountId,
+        request.query,
+        (page) => reply.serialize(page) as string,
+      );
       return reply.type('application/json; charset=utf-8').send(body);
     },
   );

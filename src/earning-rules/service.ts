@@ -2,19 +2,18 @@ import { randomBytes } from 'node:crypto';
 import type { AccountsService } from '../accounts/service.js';
 import type { Clock } from '../clock.js';
 import { notFound } from '../errors.js';
-import { AccountCache, CACHE_MAX_AGE_MS } from '../storage/change-feed.js';
 import type { Db } from '../storage/db.js';
+import { ensureServerSecret } from '../storage/server-secrets.js';
 import { validate } from '../validate.js';
 import { type Cursor, CursorCodec, type Direction } from './cursor.js';
+import { RulesPages } from './page-cache.js';
 import {
   deleteRule,
-  ensureServerSecret,
   findPage,
-  findRulesVersion,
   hasRulesBeyond,
   insertRules,
   listRules,
-  toRow,
+  type NewRule,
   updateRuleEnabled,
 } from './repository.js';
 import {
@@ -28,20 +27,35 @@ import {
 
 /** The `server_secrets` row holding the cursor HMAC key, shared by every server process. */
 export const CURSOR_KEY_SECRET = 'cursor_hmac_key';
+/** Bytes of serialised pages one service (one database) keeps: well over a thousand full 50-rule pages. */
+const PAGE_CACHE_BYTES = 32 * 1024 * 1024;
 
 /** Earning rules and their keyset pages (spec 4.3). */
 export class EarningRulesService {
   // One key load per process (per database); a failed load is retried by the next request.
   private codec: Promise<CursorCodec> | null = null;
-  // On PostgreSQL, each account's rules version is kept until a change notification.
-  private readonly versions: AccountCache<number>;
+  private readonly pages: RulesPages;
 
   constructor(
     readonly db: Db,
     readonly clock: Clock,
     readonly accounts: AccountsService,
   ) {
-    this.versions = new AccountCache(db.changes, 'earning_rules', CACHE_MAX_AGE_MS);
+    this.pages = new RulesPages(db, PAGE_CACHE_BYTES);
+  }
+
+  /**
+   * A page as `list` gives it, serialised by `serialize` (the route's response schema), from the
+   * page cache while the account's rules have not changed.
+   */
+  async listSerialised(
+    accountId: number,
+    query: { limit?: number; cursor?: string },
+    serialize: (page: EarningRulesPage) => string,
+  ): Promise<string> {
+    // "No cursor" and any cursor never share a key (an empty cursor is refused by the schema).
+    const key = `${query.limit ?? ''}:${query.cursor === undefined ? '-' : `c${query.cursor}`}`;
+    return this.pages.get(accountId, key, async () => serialize(await this.list(accountId, query)));
   }
 
   /**
@@ -97,11 +111,6 @@ export class EarningRulesService {
     return (await hasRulesBeyond(this.db.kysely, accountId, 'previous', edge)) ? edge : null;
   }
 
-  /** The account's earning-rules version (see PageCache); -1 for an account that does not exist. */
-  async rulesVersion(accountId: number): Promise<number> {
-    return this.versions.get(accountId, async () => (await findRulesVersion(this.db.kysely, accountId)) ?? -1);
-  }
-
   /**
    * Creates one rule (an object) or many (an array) for the account, all or nothing: every rule
    * is validated before any is written, and the rows go in within one transaction. Returns the
@@ -114,9 +123,10 @@ export class EarningRulesService {
       : [validate(EarningRuleInput, input, 'earning_rule')];
     await this.accounts.require(accountId);
     const now = this.clock.now();
-    const rows = rules.map((rule) => toRow(accountId, withDefaults(rule), rule.enabled ?? true, now));
-    const created = await this.db.kysely.transaction().execute((trx) => insertRules(trx, rows));
-    this.versions.forget(accountId);
+    const created = await this.db.kysely
+      .transaction()
+      .execute((trx) => insertRules(trx, accountId, rules.map(withDefaults), now));
+    this.pages.changed(accountId);
     return many ? created : created[0]!;
   }
 
@@ -130,7 +140,7 @@ export class EarningRulesService {
   async setEnabled(id: number, enabled: boolean): Promise<StoredEarningRule> {
     const now = this.clock.now();
     const rule = await this.db.kysely.transaction().execute((trx) => updateRuleEnabled(trx, id, enabled, now));
-    this.versions.forget();
+    this.pages.changed();
     if (!rule) throw notFound(`earning rule ${id} does not exist`);
     return rule;
   }
@@ -138,7 +148,7 @@ export class EarningRulesService {
   /** Deletes a rule; `404 not_found` for an unknown id. */
   async delete(id: number): Promise<{ deleted: true }> {
     const deleted = await this.db.kysely.transaction().execute((trx) => deleteRule(trx, id));
-    this.versions.forget();
+    this.pages.changed();
     if (!deleted) throw notFound(`earning rule ${id} does not exist`);
     return { deleted: true };
   }
@@ -161,8 +171,9 @@ export class EarningRulesService {
 /** A page boundary id, or null when there is no such page. */
 type Edge = number | null;
 
-function withDefaults(rule: EarningRuleInput): Omit<EarningRule, 'id'> {
+function withDefaults(rule: EarningRuleInput): NewRule {
   return {
+    enabled: rule.enabled ?? true,
     name: rule.name,
     image_url: rule.image_url,
     action_text: rule.action_text ?? null,

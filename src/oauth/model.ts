@@ -17,7 +17,7 @@ import {
   pruneCodes,
   revokeGrantChain,
   revokeRefreshTokenIfLive,
-} from './repository.js';
+} from './grants-repository.js';
 
 const { InvalidClientError, InvalidGrantError, InvalidRequestError, InvalidScopeError } = OAuth2Server;
 

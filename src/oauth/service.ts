@@ -8,6 +8,7 @@ import type { Scope } from '../auth/scopes.js';
 import { ACCESS_TOKEN_PREFIX, sha256Hex } from '../auth/secrets.js';
 import type { Clock } from '../clock.js';
 import type { Database } from '../storage/schema.js';
+import { findRefreshTokenByHash, revokeGrantChain } from './grants-repository.js';
 import {
   CODE_TTL_SECONDS,
   createModel,
@@ -19,7 +20,6 @@ import {
   REFRESH_TOKEN_TTL_SECONDS,
 } from './model.js';
 import type { AuthorizeParams } from './params.js';
-import { findRefreshTokenByHash, revokeGrantChain } from './repository.js';
 import type { SessionUser } from './sessions.js';
 
 const { InvalidClientError, InvalidGrantError, InvalidRequestError, OAuthError, Request, Response } = OAuth2Server;

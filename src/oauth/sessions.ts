@@ -3,8 +3,9 @@ import type { Kysely } from 'kysely';
 import type { AccountsService } from '../accounts/service.js';
 import { randomBase62, sha256Hex } from '../auth/secrets.js';
 import type { Clock } from '../clock.js';
+import { normalizeEmail } from '../email.js';
 import type { Database } from '../storage/schema.js';
-import { normalizeEmail, type UsersService } from '../users/service.js';
+import type { UsersService } from '../users/service.js';
 import {
   type AttemptCount,
   clearAttempts,

@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely';
 import { type Static, Type } from 'typebox';
 import type { AccountsService } from '../accounts/service.js';
 import type { Clock } from '../clock.js';
+import { normalizeEmail, trimEmail } from '../email.js';
 import { invalidParameter } from '../errors.js';
 import type { Database, UserRow } from '../storage/schema.js';
 import { validate } from '../validate.js';
@@ -38,12 +39,11 @@ export class UsersService {
 
   /** Creates a user of the account; the email must not belong to any other user. */
   async create(accountId: number, input: { email: string; password: string }): Promise<User> {
-    const email = typeof input.email === 'string' ? input.email.trim() : input.email;
     // Characters, not UTF-16 units: "10 characters" means what a person counts.
     if (typeof input.password === 'string' && [...input.password].length < MIN_PASSWORD_LENGTH) {
       throw invalidParameter('password', `must be at least ${MIN_PASSWORD_LENGTH} characters`);
     }
-    const user = validate(UserInput, { email, password: input.password }, 'user');
+    const user = validate(UserInput, trimEmail({ email: input.email, password: input.password }), 'user');
     await this.accounts.require(accountId);
     const row = await insertUserIfAbsent(this.db, {
       account_id: accountId,
@@ -76,11 +76,6 @@ export class UsersService {
     const row = await findUserById(this.db, id);
     return row ? toUser(row) : null;
   }
-}
-
-/** The form emails are unique in: trimmed and lower-cased. */
-export function normalizeEmail(email: string): string {
-  return email.trim().toLowerCase();
 }
 
 function toUser(row: UserRow): User {

@@ -79,7 +79,7 @@ async function stored(accountId: number) {
   try {
     const services = createServices(db, { clock: systemClock, accessTokenTtlSeconds: 3600 });
     return {
-      customers: await services.customerIdentities.listCustomers(accountId),
+      customers: await services.customers.list(accountId),
       identities: await services.customerIdentities.listIdentities(accountId),
     };
   } finally {

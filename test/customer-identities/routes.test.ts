@@ -44,7 +44,7 @@ async function counts(): Promise<{ customers: number; identities: number }> {
   return { customers: await count('customers'), identities: await count('customer_identities') };
 }
 
-const customersOf = (accountId = a.accountId) => t.services.customerIdentities.listCustomers(accountId);
+const customersOf = (accountId = a.accountId) => t.services.customers.list(accountId);
 
 describe('POST /v1/customer_identities/create_or_update: the rules of spec 4.2', () => {
   it('rule 1: a new distinct_id creates an identity (201) in the spec shape', async () => {
@@ -91,7 +91,7 @@ describe('POST /v1/customer_identities/create_or_update: the rules of spec 4.2',
   });
 
   it('rule 2: links to a customer created by the CLI, matching the email case-insensitively after trimming', async () => {
-    const customer = await t.services.customerIdentities.createCustomer(a.accountId, {
+    const customer = await t.services.customers.create(a.accountId, {
       email: 'jane@example.com',
       first_name: 'Jane',
       last_name: 'Customer',
@@ -117,7 +117,7 @@ describe('POST /v1/customer_identities/create_or_update: the rules of spec 4.2',
   });
 
   it('rule 3: with no matching customer, creates one from the email, first_name and last_name', async () => {
-    await t.services.customerIdentities.createCustomer(a.accountId, { email: 'other@example.com' });
+    await t.services.customers.create(a.accountId, { email: 'other@example.com' });
     const identity = await upsert(
       { distinct_id: 'crm-1', email: ' Jane@Example.com ', first_name: 'Jane', last_name: 'Doe' },
       201,
@@ -142,7 +142,7 @@ describe('POST /v1/customer_identities/create_or_update: the rules of spec 4.2',
 
   it('does not match customers of another account', async () => {
     const b = await createTenant(t.services, 'Shop B');
-    const other = await t.services.customerIdentities.createCustomer(b.accountId, { email: 'jane@example.com' });
+    const other = await t.services.customers.create(b.accountId, { email: 'jane@example.com' });
     const identity = await upsert({ distinct_id: 'crm-1', email: 'jane@example.com' }, 201);
     expect(identity.customer_id).not.toBe(other.id);
     expect(await customersOf(b.accountId)).toEqual([other]);
@@ -207,7 +207,7 @@ describe('POST /v1/customer_identities/create_or_update: the rules of spec 4.2',
   });
 
   it('rule 5: an update with another email keeps the linked customer and changes no customer', async () => {
-    const customer = await t.services.customerIdentities.createCustomer(a.accountId, {
+    const customer = await t.services.customers.create(a.accountId, {
       email: 'other@example.com',
       first_name: 'Other',
     });
@@ -514,6 +514,6 @@ describeAuthSuite('POST /v1/customer_identities/create_or_update', {
     expect(created.customer_id).not.toBe(ofA?.customer_id);
     expect(created).toMatchObject({ first_name: 'Bea', properties: {} });
     expect(ofA).toMatchObject({ distinct_id: 'crm-1', first_name: 'Jane', properties: { owner: 'A' } });
-    expect(await t.services.customerIdentities.listCustomers(a.accountId)).toHaveLength(1);
+    expect(await t.services.customers.list(a.accountId)).toHaveLength(1);
   },
 });

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { jsonDepth, mergeProperties, normalizeEmail, trimEmail } from '../../src/customer-identities/service.js';
+import { jsonDepth, mergeProperties } from '../../src/customer-identities/service.js';
+import { normalizeEmail, trimEmail } from '../../src/email.js';
 
 describe('customer identity helpers', () => {
   it('jsonDepth: scalars are 0, each object or array level adds 1, and it stops past the limit', () => {

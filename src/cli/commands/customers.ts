@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
-import type { Customer, CustomerIdentity } from '../../customer-identities/schemas.js';
+import type { CustomerIdentity } from '../../customer-identities/schemas.js';
+import type { Customer } from '../../customers/schemas.js';
 import { lines, parseId, run } from '../context.js';
 
 interface CreateOptions {
@@ -27,7 +28,7 @@ export function registerCustomerCommands(program: Command): void {
       run(
         cmd,
         ({ services }) =>
-          services.customerIdentities.createCustomer(parseId(opts.account, 'account'), {
+          services.customers.create(parseId(opts.account, 'account'), {
             email: opts.email,
             ...(opts.firstName === undefined ? {} : { first_name: opts.firstName }),
             ...(opts.lastName === undefined ? {} : { last_name: opts.lastName }),
@@ -42,7 +43,7 @@ export function registerCustomerCommands(program: Command): void {
     .action((opts: { account: string }, cmd: Command) =>
       run(
         cmd,
-        ({ services }) => services.customerIdentities.listCustomers(parseId(opts.account, 'account')),
+        ({ services }) => services.customers.list(parseId(opts.account, 'account')),
         (all) => all.map(customerLine).join('\n') || '(no customers)',
       ),
     );

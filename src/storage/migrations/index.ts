@@ -5,6 +5,7 @@ import * as earningRulesVersion from './2026-11-22T0300-earning-rules-version.js
 import * as changeNotifications from './2026-11-22T0400-change-notifications.js';
 import * as identitiesFillfactor from './2026-11-22T0500-identities-fillfactor.js';
 import * as accessTokenGrant from './2026-11-22T0600-access-token-grant.js';
+import * as accessTokenGrantBackfill from './2026-11-23T0100-access-token-grant-backfill.js';
 
 /** Every migration, by name; names sort in the order they run. */
 export const migrations: Record<string, Migration> = {
@@ -14,4 +15,5 @@ export const migrations: Record<string, Migration> = {
   '2026-11-22T0400-change-notifications': changeNotifications,
   '2026-11-22T0500-identities-fillfactor': identitiesFillfactor,
   '2026-11-22T0600-access-token-grant': accessTokenGrant,
+  '2026-11-23T0100-access-token-grant-backfill': accessTokenGrantBackfill,
 };

@@ -1,4 +1,5 @@
 import type { Insertable, Kysely } from 'kysely';
+import { revokeAccessTokensOfGrant } from '../auth/repository.js';
 import type {
   Database,
   OAuthCodesTable,
@@ -7,7 +8,7 @@ import type {
   OAuthRefreshTokensTable,
 } from '../storage/schema.js';
 
-// --- Grants and authorization codes -------------------------------------------------------------
+// Grants, their authorization codes and refresh tokens.
 
 export async function insertGrant(db: Kysely<Database>, grant: Insertable<OAuthGrantsTable>): Promise<OAuthGrantRow> {
   return db.insertInto('oauth_grants').values(grant).returningAll().executeTakeFirstOrThrow();
@@ -17,20 +18,53 @@ export async function insertCode(db: Kysely<Database>, code: Insertable<OAuthCod
   await db.insertInto('oauth_codes').values(code).execute();
 }
 
-/** An authorization code with its grant and app, as the token endpoint needs it. */
-export interface CodeRecord {
-  id: number;
+/** What a code or a refresh token takes from its grant: whose it is, and whether it still stands. */
+export interface GrantPart {
   grantId: number;
   accountId: number;
   userId: number;
+  appId: number;
   clientId: string;
+  grantRevoked: boolean;
+}
+
+/** The grant's columns, for a query that joins `oauth_grants as g` and `apps as a`. */
+const GRANT_COLUMNS = [
+  'g.id as grant_id',
+  'g.account_id',
+  'g.user_id',
+  'g.app_id',
+  'g.revoked_at as grant_revoked_at',
+  'a.client_id',
+] as const;
+
+function grantPart(row: {
+  grant_id: number;
+  account_id: number;
+  user_id: number;
+  app_id: number;
+  grant_revoked_at: number | null;
+  client_id: string;
+}): GrantPart {
+  return {
+    grantId: row.grant_id,
+    accountId: row.account_id,
+    userId: row.user_id,
+    appId: row.app_id,
+    clientId: row.client_id,
+    grantRevoked: row.grant_revoked_at !== null,
+  };
+}
+
+/** An authorization code with its grant and app, as the token endpoint needs it. */
+export interface CodeRecord extends GrantPart {
+  id: number;
   scopes: string;
   redirectUri: string;
   codeChallenge: string | null;
   codeChallengeMethod: string | null;
   expiresAt: number;
   used: boolean;
-  grantRevoked: boolean;
 }
 
 export async function findCodeByHash(db: Kysely<Database>, codeHash: string): Promise<CodeRecord | undefined> {
@@ -39,35 +73,27 @@ export async function findCodeByHash(db: Kysely<Database>, codeHash: string): Pr
     .innerJoin('oauth_grants as g', 'g.id', 'c.grant_id')
     .innerJoin('apps as a', 'a.id', 'g.app_id')
     .select([
+      ...GRANT_COLUMNS,
       'c.id',
-      'c.grant_id',
       'c.redirect_uri',
       'c.code_challenge',
       'c.code_challenge_method',
       'c.expires_at',
       'c.used_at',
-      'g.account_id',
-      'g.user_id',
       'g.scopes',
-      'g.revoked_at',
-      'a.client_id',
     ])
     .where('c.code_hash', '=', codeHash)
     .executeTakeFirst();
   if (!row) return undefined;
   return {
+    ...grantPart(row),
     id: row.id,
-    grantId: row.grant_id,
-    accountId: row.account_id,
-    userId: row.user_id,
-    clientId: row.client_id,
     scopes: row.scopes,
     redirectUri: row.redirect_uri,
     codeChallenge: row.code_challenge,
     codeChallengeMethod: row.code_challenge_method,
     expiresAt: row.expires_at,
     used: row.used_at !== null,
-    grantRevoked: row.revoked_at !== null,
   };
 }
 
@@ -115,18 +141,7 @@ export async function revokeGrantChain(db: Kysely<Database>, grantId: number, no
     .where('id', '=', grantId)
     .where('revoked_at', 'is', null)
     .execute();
-  await db
-    .updateTable('access_tokens')
-    .set({ revoked_at: now })
-    .where('revoked_at', 'is', null)
-    .where('id', 'in', (eb) =>
-      eb
-        .selectFrom('oauth_refresh_tokens')
-        .select('access_token_id')
-        .where('grant_id', '=', grantId)
-        .where('access_token_id', 'is not', null),
-    )
-    .execute();
+  await revokeAccessTokensOfGrant(db, grantId, now);
   await db
     .updateTable('oauth_refresh_tokens')
     .set({ revoked_at: now })
@@ -145,18 +160,12 @@ export async function insertRefreshToken(
 }
 
 /** A refresh token with its grant and app. */
-export interface RefreshTokenRecord {
+export interface RefreshTokenRecord extends GrantPart {
   id: number;
-  grantId: number;
   accessTokenId: number | null;
-  accountId: number;
-  userId: number;
-  appId: number;
-  clientId: string;
   scopes: string;
   expiresAt: number;
   revoked: boolean;
-  grantRevoked: boolean;
 }
 
 export async function findRefreshTokenByHash(
@@ -168,33 +177,23 @@ export async function findRefreshTokenByHash(
     .innerJoin('oauth_grants as g', 'g.id', 'r.grant_id')
     .innerJoin('apps as a', 'a.id', 'g.app_id')
     .select([
+      ...GRANT_COLUMNS,
       'r.id',
-      'r.grant_id',
       'r.access_token_id',
       'r.scopes',
       'r.expires_at',
       'r.revoked_at as token_revoked_at',
-      'g.account_id',
-      'g.user_id',
-      'g.app_id',
-      'g.revoked_at as grant_revoked_at',
-      'a.client_id',
     ])
     .where('r.token_hash', '=', tokenHash)
     .executeTakeFirst();
   if (!row) return undefined;
   return {
+    ...grantPart(row),
     id: row.id,
-    grantId: row.grant_id,
     accessTokenId: row.access_token_id,
-    accountId: row.account_id,
-    userId: row.user_id,
-    appId: row.app_id,
-    clientId: row.client_id,
     scopes: row.scopes,
     expiresAt: row.expires_at,
     revoked: row.token_revoked_at !== null,
-    grantRevoked: row.grant_revoked_at !== null,
   };
 }
 

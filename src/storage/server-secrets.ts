@@ -1,0 +1,25 @@
+import type { Kysely, Transaction } from 'kysely';
+import type { Database } from './schema.js';
+
+// Secrets every server process shares (the cursor HMAC key), made by whichever process needs
+// one first.
+
+/**
+ * The value of the server secret `name`, storing `candidate` first if there is none yet. Insert
+ * then read (never read then insert): when processes race on first use, one insert wins and all
+ * of them read the winner's value.
+ */
+export async function ensureServerSecret(
+  db: Kysely<Database> | Transaction<Database>,
+  name: string,
+  candidate: string,
+  now: number,
+): Promise<string> {
+  await db
+    .insertInto('server_secrets')
+    .values({ name, value: candidate, created_at: now })
+    .onConflict((oc) => oc.column('name').doNothing())
+    .execute();
+  const row = await db.selectFrom('server_secrets').select('value').where('name', '=', name).executeTakeFirstOrThrow();
+  return row.value;
+}
