@@ -74,12 +74,10 @@ describe('loyalty earning-rules', () => {
     expect(text.stdout).toMatch(/^created earning rule \d+: B\n$/);
   });
 
-  it('creates an array of 1,000 rules from a file, in order, quickly', async () => {
+  it('creates an array of 1,000 rules from a file, in order', async () => {
     const rules = Array.from({ length: 1000 }, (_, i) => rule(`bulk ${i}`, { enabled: i % 10 !== 0 }));
     const path = file('many.json', rules);
-    const started = performance.now();
     const created = await ok(['earning-rules', 'create', '--account', account, '--file', path]);
-    expect(performance.now() - started).toBeLessThan(15_000);
     expect(created).toHaveLength(1000);
     expect(created.map((r: { name: string }) => r.name)).toEqual(rules.map((r) => r.name));
     expect(created.filter((r: { enabled: boolean }) => !r.enabled)).toHaveLength(100);

@@ -489,6 +489,7 @@ describe('POST /v1/customer_identities/create_or_update: OpenAPI', () => {
 });
 
 describeAuthSuite('POST /v1/customer_identities/create_or_update', {
+  successStatus: 200,
   request: () => ({
     method: 'POST',
     url: URL,

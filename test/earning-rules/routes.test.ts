@@ -309,6 +309,7 @@ describe('GET /v1/earning_rules', () => {
 });
 
 describeAuthSuite('GET /v1/earning_rules', {
+  successStatus: 200,
   request: () => ({ method: 'GET', url: '/v1/earning_rules' }),
   scope: 'earning_rule:read',
   seed: async (t, a) => {

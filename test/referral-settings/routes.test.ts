@@ -72,6 +72,7 @@ describe('GET /v1/referral_settings', () => {
 });
 
 describeAuthSuite('GET /v1/referral_settings', {
+  successStatus: 200,
   request: () => ({ method: 'GET', url: '/v1/referral_settings' }),
   scope: 'referral_settings:read',
   seed: async (t, a) => {
