@@ -75,7 +75,9 @@ const CLIENT_ERROR_MESSAGES: Record<string, string> = {
  * Fastify's `clientErrorHandler`: requests Node's HTTP parser refuses (headers too large,
  * malformed, timed out) get the contract's body and an `X-Request-Id` like every other answer.
  */
-export function answerClientError(error: Error & { code?: string }, socket: Duplex): void {
+export function answerClientError(this: FastifyInstance, error: Error & { code?: string }, socket: Duplex): void {
+  // As Fastify's own handler does, at trace level; without the raw bytes, which may hold a credential.
+  this.log.trace({ err: { code: error.code, message: error.message } }, 'client error');
   // A reset connection has no one left to answer.
   if (error.code === 'ECONNRESET' || socket.destroyed) return;
   if (socket.writable) {
