@@ -5,24 +5,27 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { systemClock } from '../../src/clock.js';
 import { createServices } from '../../src/services.js';
 import { openDb } from '../../src/storage/db.js';
-import { loyalty } from '../helpers/cli.js';
+import { loyalty, loyaltyInProcess } from '../helpers/cli.js';
 
 describe('loyalty customers / customer-identities', () => {
   let dir: string;
   let env: Record<string, string>;
   let account: string;
 
-  /** Runs the command with --json and expects success. */
-  const ok = async (args: string[]) => {
-    const result = await loyalty([...args, '--json'], env);
+  /**
+   * Runs the command with --json and expects success: in this process unless `cli` says otherwise
+   * (one test runs the real `loyalty` process).
+   */
+  const ok = async (args: string[], cli: typeof loyalty = loyaltyInProcess) => {
+    const result = await cli([...args, '--json'], env);
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
     return result.json();
   };
 
   /** Runs the command with --json and expects a failure with one JSON error on stderr. */
-  const fails = async (args: string[]) => {
-    const result = await loyalty([...args, '--json'], env);
+  const fails = async (args: string[], cli: typeof loyalty = loyaltyInProcess) => {
+    const result = await cli([...args, '--json'], env);
     expect(result.code).toBe(1);
     expect(result.stdout).toBe('');
     return JSON.parse(result.stderr).error;
@@ -58,16 +61,17 @@ describe('loyalty customers / customer-identities', () => {
     expect(bare).toEqual({ id: expect.any(Number), email: 'bob@example.com', first_name: null, last_name: null });
   });
 
+  // The real process; the other tests run the same program in this one.
   it('refuses an email the account already has, in any case and spacing, naming the customer', async () => {
-    const customer = await ok(['customers', 'create', '--account', account, '--email', 'jane@example.com']);
-    const error = await fails(['customers', 'create', '--account', account, '--email', ' JANE@example.COM ']);
+    const customer = await ok(['customers', 'create', '--account', account, '--email', 'jane@example.com'], loyalty);
+    const error = await fails(['customers', 'create', '--account', account, '--email', ' JANE@example.COM '], loyalty);
     expect(error).toMatchObject({ code: 'invalid_parameter', details: [{ field: 'customer.email' }] });
     expect(error.message).toBe(`a customer with this email already exists (id ${customer.id})`);
 
     const text = await loyalty(['customers', 'create', '--account', account, '--email', 'jane@example.com'], env);
     expect(text.code).toBe(1);
     expect(text.stderr).toBe(`error: a customer with this email already exists (id ${customer.id})\n`);
-    expect(await ok(['customers', 'list', '--account', account])).toHaveLength(1);
+    expect(await ok(['customers', 'list', '--account', account], loyalty)).toHaveLength(1);
   });
 
   it('allows the same email in another account', async () => {
@@ -139,15 +143,15 @@ describe('loyalty customers / customer-identities', () => {
       },
     ]);
 
-    const customersText = await loyalty(['customers', 'list', '--account', account], env);
+    const customersText = await loyaltyInProcess(['customers', 'list', '--account', account], env);
     expect(customersText.stdout).toBe(`${jane.id}\tJane@Example.com\tJane\n`);
-    const identitiesText = await loyalty(['customer-identities', 'list', '--account', account], env);
+    const identitiesText = await loyaltyInProcess(['customer-identities', 'list', '--account', account], env);
     expect(identitiesText.stdout).toContain(`crm-1\tJANE@example.com\t-\tcustomer ${jane.id}\t{"plan":"gold"}`);
   });
 
   it('says so when there is nothing to list, and refuses an unknown account', async () => {
-    expect((await loyalty(['customers', 'list', '--account', account], env)).stdout).toBe('(no customers)\n');
-    expect((await loyalty(['customer-identities', 'list', '--account', account], env)).stdout).toBe(
+    expect((await loyaltyInProcess(['customers', 'list', '--account', account], env)).stdout).toBe('(no customers)\n');
+    expect((await loyaltyInProcess(['customer-identities', 'list', '--account', account], env)).stdout).toBe(
       '(no customer identities)\n',
     );
     expect(await fails(['customer-identities', 'list', '--account', '999'])).toMatchObject({ code: 'not_found' });

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type CliResult, loyalty } from '../helpers/cli.js';
+import { type CliResult, loyalty, loyaltyInProcess } from '../helpers/cli.js';
 
 const rule = (name: string, extra: Record<string, unknown> = {}) => ({
   name,
@@ -24,16 +24,21 @@ describe('loyalty earning-rules', () => {
   });
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-  /** Runs a command with --json; it must succeed with nothing on stderr. */
+  /**
+   * Runs a command with --json; it must succeed with nothing on stderr. Commands run in this
+   * process; given stdin `input`, and in the tests that say so, in the real `loyalty` process.
+   */
   async function ok(args: string[], input?: string): Promise<any> {
-    const result = await loyalty([...args, '--json'], env, input);
+    const result = await (input === undefined
+      ? loyaltyInProcess([...args, '--json'], env)
+      : loyalty([...args, '--json'], env, input));
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
     return result.json();
   }
   /** Runs a command that must fail: non-zero exit, nothing on stdout, the error on stderr. */
-  async function fails(args: string[], input?: string): Promise<CliResult> {
-    const result = await loyalty(args, env, input);
+  async function fails(args: string[], cli: typeof loyalty = loyaltyInProcess): Promise<CliResult> {
+    const result = await cli(args, env);
     expect(result.code).not.toBe(0);
     expect(result.stdout).toBe('');
     expect(result.stderr).not.toBe('');
@@ -66,7 +71,7 @@ describe('loyalty earning-rules', () => {
       earning_limit: { max: 1, type: 'lifetime' },
       enabled: true,
     });
-    const text = await loyalty(
+    const text = await loyaltyInProcess(
       ['earning-rules', 'create', '--account', account, '--file', file('one.json', rule('B'))],
       env,
     );
@@ -84,12 +89,13 @@ describe('loyalty earning-rules', () => {
     const ids = created.map((r: { id: number }) => r.id);
     expect(ids).toEqual([...ids].sort((a, b) => a - b));
 
-    const text = await loyalty(['earning-rules', 'create', '--account', account, '--file', path], env);
+    const text = await loyaltyInProcess(['earning-rules', 'create', '--account', account, '--file', path], env);
     expect(text.stdout).toMatch(/^created 1000 earning rules \(ids (\d+)–(\d+)\)\n$/);
     const [, from, to] = /ids (\d+)–(\d+)/.exec(text.stdout)!;
     expect(Number(to) - Number(from)).toBe(999);
   });
 
+  // The real process: stdin is the process's own.
   it('reads the file from stdin with --file -', async () => {
     const created = await ok(
       ['earning-rules', 'create', '--account', account, '--file', '-'],
@@ -112,12 +118,12 @@ describe('loyalty earning-rules', () => {
     expect(await ok(['earning-rules', 'disable', String(a.id)])).toEqual({ ...a, enabled: false });
     expect(await ok(['earning-rules', 'list', '--account', other])).toEqual([b]);
     expect(await ok(['earning-rules', 'list', '--account', other, '--all'])).toEqual([b, { ...a, enabled: false }]);
-    const table = await loyalty(['earning-rules', 'list', '--account', other, '--all'], env);
+    const table = await loyaltyInProcess(['earning-rules', 'list', '--account', other, '--all'], env);
     expect(table.stdout.split('\n')[0]).toMatch(/^ID\s+ENABLED\s+NAME\s+REWARD\s+LIMIT$/);
     expect(table.stdout).toMatch(new RegExp(`${a.id}\\s+no\\s+A\\s+100 points\\s+1 per lifetime`));
 
     expect(await ok(['earning-rules', 'enable', String(a.id)])).toEqual(a);
-    const disabledText = await loyalty(['earning-rules', 'disable', String(a.id)], env);
+    const disabledText = await loyaltyInProcess(['earning-rules', 'disable', String(a.id)], env);
     expect(disabledText.stdout).toBe(`earning rule ${a.id} disabled: A\n`);
 
     expect(await ok(['earning-rules', 'delete', String(a.id)])).toEqual({ deleted: true });
@@ -139,8 +145,9 @@ describe('loyalty earning-rules', () => {
     expect(text.stderr).toMatch(/^error: earning rule 99999999 does not exist/);
   });
 
+  // The real process, as for stdin above.
   it('refuses a bad id argument', async () => {
-    const result = await fails(['earning-rules', 'disable', 'abc', '--json']);
+    const result = await fails(['earning-rules', 'disable', 'abc', '--json'], loyalty);
     expect(JSON.parse(result.stderr).error).toMatchObject({ code: 'invalid_parameter', details: [{ field: 'id' }] });
   });
 

@@ -10,7 +10,7 @@ import { type Config, loadConfig } from '../../src/config.js';
 import type { Services } from '../../src/services.js';
 import { type Db, openDb } from '../../src/storage/db.js';
 import { migrateToLatest } from '../../src/storage/migrator.js';
-import { TEST_SCHEMA_PREFIX } from './postgres.js';
+import { ensureWorkerDatabase, TEST_SCHEMA_PREFIX } from './postgres.js';
 
 /** A clock the test moves by hand. */
 export class FakeClock implements Clock {
@@ -53,8 +53,8 @@ export async function createTestDatabaseUrl(): Promise<TestDatabaseUrl> {
     const dir = mkdtempSync(join(tmpdir(), 'loyalty-test-'));
     return { url: `sqlite:${join(dir, 'test.db')}`, drop: async () => rmSync(dir, { recursive: true, force: true }) };
   }
-  const base = process.env.TEST_DATABASE_URL;
-  if (!base) throw new Error('TEST_DATABASE_URL must be set for the PostgreSQL pass');
+  if (!process.env.TEST_DATABASE_URL) throw new Error('TEST_DATABASE_URL must be set for the PostgreSQL pass');
+  const base = await ensureWorkerDatabase(process.env.TEST_DATABASE_URL);
   const schema = `${TEST_SCHEMA_PREFIX}${process.pid}_${randomBytes(4).toString('hex')}`;
   const admin = new pg.Client({ connectionString: base });
   await admin.connect();

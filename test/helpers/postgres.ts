@@ -3,8 +3,73 @@ import pg from 'pg';
 /** Every schema a test makes starts with this, so a run can clean up what a crash left behind. */
 export const TEST_SCHEMA_PREFIX = 'loyalty_test_';
 
-/** Drops the test schemas of processes that no longer run (left over by a killed run). */
+/** What the names of the workers' databases add to TEST_DATABASE_URL's database name. */
+const WORKER_SUFFIX = '_worker';
+
+/**
+ * The database the test files of vitest worker `poolId` make their schemas in: TEST_DATABASE_URL
+ * with `_worker<n>` added to the database name. Files run in parallel, and Kysely's migrator reads
+ * the catalog of every schema in its database (`pg_get_serial_sequence` on each table), failing
+ * with "schema … does not exist" when another file drops a schema meanwhile; a database per
+ * worker keeps each file's schemas and server processes among themselves, as in a serial run.
+ */
+export function workerDatabaseUrl(base: string, poolId = process.env.VITEST_POOL_ID ?? '0'): string {
+  const url = new URL(base);
+  url.pathname = `/${databaseName(base)}${WORKER_SUFFIX}${poolId}`;
+  return url.toString();
+}
+
+let workerDatabase: Promise<string> | undefined;
+
+/** This worker's database (workerDatabaseUrl), created on first use and kept between runs. */
+export function ensureWorkerDatabase(base: string): Promise<string> {
+  workerDatabase ??= (async () => {
+    const url = workerDatabaseUrl(base);
+    const client = new pg.Client({ connectionString: base });
+    await client.connect();
+    try {
+      const name = databaseName(url);
+      const { rowCount } = await client.query('select 1 from pg_database where datname = $1', [name]);
+      if (!rowCount) {
+        await client.query(`create database ${pg.escapeIdentifier(name)}`).catch((error: { code?: string }) => {
+          if (error.code !== '42P04') throw error; // duplicate_database: made meanwhile, by an earlier run
+        });
+      }
+    } finally {
+      await client.end();
+    }
+    return url;
+  })();
+  return workerDatabase;
+}
+
+/**
+ * Drops the test schemas of processes that no longer run (left over by a killed run), in the
+ * database at `url` and in every worker database made from it.
+ */
 export async function dropStaleSchemas(url: string): Promise<number> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  let workers: string[];
+  try {
+    const { rows } = await client.query<{ datname: string }>(
+      'select datname from pg_database where starts_with(datname, $1)',
+      [`${databaseName(url)}${WORKER_SUFFIX}`],
+    );
+    workers = rows.map((row) => row.datname);
+  } finally {
+    await client.end();
+  }
+  let dropped = await dropStaleSchemasIn(url);
+  for (const name of workers) {
+    const worker = new URL(url);
+    worker.pathname = `/${name}`;
+    dropped += await dropStaleSchemasIn(worker.toString());
+  }
+  return dropped;
+}
+
+async function dropStaleSchemasIn(url: string): Promise<number> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
@@ -22,6 +87,12 @@ export async function dropStaleSchemas(url: string): Promise<number> {
   } finally {
     await client.end();
   }
+}
+
+/** The database name in a PostgreSQL URL (libpq's default: the user name, else postgres). */
+function databaseName(url: string): string {
+  const parsed = new URL(url);
+  return decodeURIComponent(parsed.pathname.slice(1)) || decodeURIComponent(parsed.username) || 'postgres';
 }
 
 function isAlive(pid: number): boolean {

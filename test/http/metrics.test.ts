@@ -4,6 +4,7 @@ import { bearerMatches } from '../../src/http/metrics.js';
 import { createTestApp, createTestDatabaseUrl, type TestApp, type TestDatabaseUrl } from '../helpers/app.js';
 import { expectError } from '../helpers/contract.js';
 import { type ServerProcess, startServer } from '../helpers/server-process.js';
+import { eventually } from '../helpers/wait.js';
 
 const TOKEN = 'metrics-secret-0123456789abcdef';
 
@@ -62,7 +63,7 @@ describe('METRICS_PORT: a listener of its own', () => {
   const metricsPort = (output: string) =>
     Number(/metrics listening at http:\/\/127\.0\.0\.1:(\d+)\/metrics/.exec(output)?.[1]);
   const waitFor = async (condition: () => boolean) => {
-    for (let i = 0; i < 200 && !condition(); i++) await new Promise((resolve) => setTimeout(resolve, 50));
+    await eventually(async () => condition(), 10_000, 50);
     expect(condition()).toBe(true);
   };
   const healthRequests = (text: string) =>

@@ -6,12 +6,12 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { sql } from 'kysely';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabaseUrl, type Tenant, type TestDatabaseUrl, testEngine } from '../helpers/app.js';
+import { afterAll, describe, expect, it } from 'vitest';
+import { type Tenant, testEngine } from '../helpers/app.js';
 import { referralSettingsFixture } from '../helpers/fixtures.js';
 import { seedTenant } from '../helpers/seed.js';
 import type { ServerProcess } from '../helpers/server-process.js';
-import { CREATE_OR_UPDATE, openStore, Servers, sendJson, tally } from './support.js';
+import { CREATE_OR_UPDATE, openStore, sendJson, serverOnNewDatabase, tally } from './support.js';
 
 // The backups docs/operations.md recommends, taken while a real server process is writing:
 // SQLite's `.backup` and `VACUUM INTO` (sqlite3 CLI) and PostgreSQL's pg_dump. Writers are not
@@ -61,27 +61,19 @@ async function waitForAcks(acked: Set<string>, count: number): Promise<void> {
 }
 
 describe(`backups while the server writes (${testEngine})`, () => {
-  const servers = new Servers();
-  const cleanups: (() => Promise<void>)[] = [];
-  let database: TestDatabaseUrl;
-  let tenant: Tenant;
-  let server: ServerProcess;
-
-  beforeAll(async () => {
-    database = await createTestDatabaseUrl();
-    tenant = await seedTenant(database.url, 'Backed-up shop', (services, t) =>
+  const fixture = serverOnNewDatabase((url) =>
+    seedTenant(url, 'Backed-up shop', (services, t) =>
       services.referralSettings.set(t.accountId, referralSettingsFixture),
-    );
-    server = await servers.start({ DATABASE_URL: database.url, RATE_LIMIT_PER_SECOND: '0' });
-  });
+    ),
+  );
+  const cleanups: (() => Promise<void>)[] = [];
   afterAll(async () => {
-    await servers.killAll();
     for (const cleanup of cleanups.splice(0)) await cleanup().catch(() => {});
-    await database?.drop();
   });
 
   /** Checks a copy: consistent, complete up to its start, and servable. */
   async function verifyCopy(url: string, ackedBefore: Set<string>, sent: Set<string>) {
+    const { servers, seeded: tenant } = fixture;
     const store = openStore(url);
     try {
       const { rows } = await sql<{ distinct_id: string }>`select distinct_id from customer_identities`.execute(
@@ -113,6 +105,7 @@ describe(`backups while the server writes (${testEngine})`, () => {
   }
 
   it.skipIf(testEngine !== 'sqlite')('copies with sqlite3 .backup and VACUUM INTO, online', async () => {
+    const { database, server, seeded: tenant } = fixture;
     const file = database.url.slice('sqlite:'.length);
     const dir = mkdtempSync(join(tmpdir(), 'loyalty-backup-'));
     cleanups.push(async () => rmSync(dir, { recursive: true, force: true }));
@@ -136,8 +129,11 @@ describe(`backups while the server writes (${testEngine})`, () => {
   });
 
   it.skipIf(testEngine !== 'postgres')('copies with pg_dump, online, and restores with psql', async () => {
-    const base = process.env.TEST_DATABASE_URL!;
-    const schema = new URL(database.url).searchParams.get('options')!.replace('-c search_path=', '');
+    const { database, server, seeded: tenant } = fixture;
+    const direct = new URL(database.url);
+    const schema = direct.searchParams.get('options')!.replace('-c search_path=', '');
+    direct.searchParams.delete('options');
+    const base = direct.toString();
     // Restored beside the original, in a schema that the stale-schema cleanup also knows.
     const copy = `${schema}_copy`;
     cleanups.push(async () => {

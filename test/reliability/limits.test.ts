@@ -1,19 +1,18 @@
 import type net from 'node:net';
 import { connect } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabaseUrl, type Tenant, type TestDatabaseUrl, testEngine } from '../helpers/app.js';
+import { describe, expect, it } from 'vitest';
+import { testEngine } from '../helpers/app.js';
 import { seedTenant } from '../helpers/seed.js';
-import type { ServerProcess } from '../helpers/server-process.js';
+import { eventually } from '../helpers/wait.js';
 import {
   CREATE_OR_UPDATE,
   checkContractError,
   parseRawReplies,
   rawExchange,
   rawStatus,
-  Servers,
   send,
   sendJson,
-  sleep,
+  serverOnNewDatabase,
 } from './support.js';
 
 // Resource limits of one real server process: body size, slow clients, simultaneous
@@ -24,32 +23,18 @@ const MAX_CONNECTIONS = 5;
 const AUTH_FAILURES = 5;
 
 describe(`resource limits of a real server process (${testEngine})`, () => {
-  const servers = new Servers();
-  let database: TestDatabaseUrl;
-  let tenant: Tenant;
-  let server: ServerProcess;
-
-  beforeAll(async () => {
-    database = await createTestDatabaseUrl();
-    tenant = await seedTenant(database.url, 'Limits shop');
-    server = await servers.start({
-      DATABASE_URL: database.url,
-      RATE_LIMIT_PER_SECOND: '0',
-      AUTH_FAILURES_PER_MINUTE: '0',
-      REQUEST_TIMEOUT_MS: String(REQUEST_TIMEOUT_MS),
-      MAX_CONNECTIONS: String(MAX_CONNECTIONS),
-    });
-  });
-  afterAll(async () => {
-    await servers.killAll();
-    await database?.drop();
+  const fixture = serverOnNewDatabase((url) => seedTenant(url, 'Limits shop'), {
+    AUTH_FAILURES_PER_MINUTE: '0',
+    REQUEST_TIMEOUT_MS: String(REQUEST_TIMEOUT_MS),
+    MAX_CONNECTIONS: String(MAX_CONNECTIONS),
   });
 
-  const headersOf = (length: number | 'chunked', token = tenant.accessToken) =>
+  const headersOf = (length: number | 'chunked', token = fixture.seeded.accessToken) =>
     `POST ${CREATE_OR_UPDATE} HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${token}\r\n` +
     `Content-Type: application/json\r\n${length === 'chunked' ? 'Transfer-Encoding: chunked' : `Content-Length: ${length}`}\r\n\r\n`;
 
   it('refuses a body over 64 KiB with 413 payload_too_large, declared or chunked, and stays up', async () => {
+    const { server, seeded: tenant } = fixture;
     const big = JSON.stringify({ customer_identity: { distinct_id: 'big', email: 'big@example.com' }, pad: 'x' });
     const oversized = big.replace('"x"', JSON.stringify('x'.repeat(64 * 1024)));
     const declared = await send(server.url, {
@@ -88,6 +73,7 @@ describe(`resource limits of a real server process (${testEngine})`, () => {
   });
 
   it(`cuts off a client that sends its headers byte by byte after REQUEST_TIMEOUT_MS (${REQUEST_TIMEOUT_MS} ms)`, async () => {
+    const { server } = fixture;
     const request = headersOf(20);
     const result = await rawExchange(server.port, request.split(''), { gapMs: 100, waitMs: 15_000 });
     expect(result.closedByServer).toBe(true);
@@ -99,6 +85,7 @@ describe(`resource limits of a real server process (${testEngine})`, () => {
   });
 
   it('cuts off an authenticated client that sends its body slowly', async () => {
+    const { server, seeded: tenant } = fixture;
     const body = JSON.stringify({ customer_identity: { distinct_id: 'slow', email: 'slow@example.com' } });
     const result = await rawExchange(server.port, [headersOf(body.length), ...body.split('')], {
       gapMs: 100,
@@ -117,12 +104,14 @@ describe(`resource limits of a real server process (${testEngine})`, () => {
   });
 
   it('cuts off a connection that never sends a request', async () => {
+    const { server } = fixture;
     const result = await rawExchange(server.port, [], { waitMs: 15_000 });
     expect(result.closedByServer).toBe(true);
     expect(result.elapsedMs).toBeLessThan(REQUEST_TIMEOUT_MS + 4000);
   });
 
   it(`closes connection ${MAX_CONNECTIONS + 1} at once while ${MAX_CONNECTIONS} are open, and the ${MAX_CONNECTIONS} keep working`, async () => {
+    const { server } = fixture;
     const open: net.Socket[] = [];
     const ask = (socket: net.Socket) =>
       new Promise<number | null>((resolve) => {
@@ -159,8 +148,12 @@ describe(`resource limits of a real server process (${testEngine})`, () => {
       for (const socket of open) expect(await ask(socket)).toBe(200);
       // A slot freed is a slot usable again.
       open.pop()!.destroy();
-      await sleep(200);
-      expect((await send(server.url, { path: '/healthz' })).status).toBe(200);
+      expect(
+        await eventually(
+          async () => (await send(server.url, { path: '/healthz', timeoutMs: 2000 })).status === 200,
+          5000,
+        ),
+      ).toBe(true);
     } finally {
       for (const socket of open) socket.destroy();
     }
@@ -168,26 +161,12 @@ describe(`resource limits of a real server process (${testEngine})`, () => {
 });
 
 describe(`failed authentications from one address (${testEngine})`, () => {
-  const servers = new Servers();
-  let database: TestDatabaseUrl;
-  let tenant: Tenant;
-  let server: ServerProcess;
-
-  beforeAll(async () => {
-    database = await createTestDatabaseUrl();
-    tenant = await seedTenant(database.url, 'Guessed shop');
-    server = await servers.start({
-      DATABASE_URL: database.url,
-      RATE_LIMIT_PER_SECOND: '0',
-      AUTH_FAILURES_PER_MINUTE: String(AUTH_FAILURES),
-    });
-  });
-  afterAll(async () => {
-    await servers.killAll();
-    await database?.drop();
+  const fixture = serverOnNewDatabase((url) => seedTenant(url, 'Guessed shop'), {
+    AUTH_FAILURES_PER_MINUTE: String(AUTH_FAILURES),
   });
 
   it(`answers failures 429 rate_limited after ${AUTH_FAILURES} in a minute, and still serves good credentials`, async () => {
+    const { server, seeded: tenant } = fixture;
     const guesses = [];
     for (let i = 0; i < AUTH_FAILURES; i++) {
       guesses.push(await sendJson(server.url, 'GET', '/v1/earning_rules', `api_${String(i).repeat(40)}`));

@@ -1,9 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabaseUrl, type Tenant, type TestDatabaseUrl, testEngine } from '../helpers/app.js';
+import { describe, expect, it } from 'vitest';
+import { testEngine } from '../helpers/app.js';
 import { referralSettingsFixture } from '../helpers/fixtures.js';
 import { seedTenant } from '../helpers/seed.js';
-import type { ServerProcess } from '../helpers/server-process.js';
-import { CREATE_OR_UPDATE, type Reply, Servers, send, sendJson } from './support.js';
+import { eventually } from '../helpers/wait.js';
+import { CREATE_OR_UPDATE, type Reply, send, sendJson, serverOnNewDatabase } from './support.js';
 
 // A real server process counts in /metrics exactly the requests it answered, and every log
 // line of a request carries the request id the caller gave in X-Request-Id (or the one the
@@ -20,24 +20,16 @@ function samples(text: string): Map<string, number> {
 }
 
 describe(`metrics and request ids of a real server process (${testEngine})`, () => {
-  const servers = new Servers();
-  let database: TestDatabaseUrl;
-  let tenant: Tenant;
-  let server: ServerProcess;
-
-  beforeAll(async () => {
-    database = await createTestDatabaseUrl();
-    tenant = await seedTenant(database.url, 'Watched shop', (services, t) =>
-      services.referralSettings.set(t.accountId, referralSettingsFixture),
-    );
-    server = await servers.start({ DATABASE_URL: database.url, RATE_LIMIT_PER_SECOND: '0', LOG_LEVEL: 'info' });
-  });
-  afterAll(async () => {
-    await servers.killAll();
-    await database?.drop();
-  });
+  const fixture = serverOnNewDatabase(
+    (url) =>
+      seedTenant(url, 'Watched shop', (services, t) =>
+        services.referralSettings.set(t.accountId, referralSettingsFixture),
+      ),
+    { LOG_LEVEL: 'info' },
+  );
 
   it('counts every request it answered, by method, route pattern and status', async () => {
+    const { server, seeded: tenant } = fixture;
     const plan: { method: string; path: string; token: string | null; body?: unknown; count: number }[] = [
       { method: 'GET', path: '/v1/referral_settings', token: tenant.apiKey, count: 3 },
       { method: 'GET', path: '/v1/referral_settings', token: null, count: 2 },
@@ -86,6 +78,7 @@ describe(`metrics and request ids of a real server process (${testEngine})`, () 
   });
 
   it("carries the caller's X-Request-Id, or the server's own, on the response and every log line", async () => {
+    const { server, seeded: tenant } = fixture;
     const given = ['trace-1f2e', 'svc.a:req-42', `edge-${Date.now()}`];
     const replies: { id: string; reply: Reply }[] = [];
     for (const id of given) {
@@ -112,13 +105,21 @@ describe(`metrics and request ids of a real server process (${testEngine})`, () 
     for (const { id, reply } of replies) expect(reply.headers['x-request-id']).toBe(id);
     expect(refusedId.json.error.request_id).toBe('err-7');
 
-    await new Promise((resolve) => setTimeout(resolve, 200)); // let the log lines arrive
-    const lines = server
-      .output()
-      .split('\n')
-      .filter((line) => line.startsWith('{'))
-      .map((line) => JSON.parse(line) as { reqId?: string; msg: string });
-    for (const id of [...given, 'err-7', ...replaced]) {
+    const ids = [...given, 'err-7', ...replaced];
+    const logLines = () =>
+      server
+        .output()
+        .split('\n')
+        .slice(0, -1) // a line still being written
+        .filter((line) => line.startsWith('{'))
+        .map((line) => JSON.parse(line) as { reqId?: string; msg: string });
+    // The log lines arrive through a pipe, shortly after the responses.
+    await eventually(async () => {
+      const logged = logLines().filter((line) => line.msg === 'request completed');
+      return ids.every((id) => logged.some((line) => line.reqId === id));
+    }, 5000);
+    const lines = logLines();
+    for (const id of ids) {
       const mine = lines.filter((line) => line.reqId === id);
       expect(mine.map((line) => line.msg).sort(), id).toEqual(['incoming request', 'request completed']);
     }

@@ -5,10 +5,10 @@ import { createTestDatabaseUrl, type Tenant, type TestDatabaseUrl, testEngine } 
 import { referralSettingsFixture } from '../helpers/fixtures.js';
 import { seedTenant } from '../helpers/seed.js';
 import type { ServerProcess } from '../helpers/server-process.js';
+import { eventually } from '../helpers/wait.js';
 import {
   CREATE_OR_UPDATE,
   checkContractError,
-  eventually,
   openStore,
   type Reply,
   Servers,

@@ -1,20 +1,18 @@
 import http from 'node:http';
 import autocannon from 'autocannon';
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabaseUrl, type Tenant, type TestDatabaseUrl, testEngine } from '../helpers/app.js';
+import { describe, expect, it } from 'vitest';
+import { testEngine } from '../helpers/app.js';
 import { seedTenant } from '../helpers/seed.js';
-import type { ServerProcess } from '../helpers/server-process.js';
+import { eventually, sleep } from '../helpers/wait.js';
 import {
   CREATE_OR_UPDATE,
   checkContractError,
-  eventually,
   openStore,
   type Reply,
-  Servers,
   send,
   sendJson,
-  sleep,
+  serverOnNewDatabase,
   tally,
 } from './support.js';
 
@@ -39,41 +37,29 @@ function largeIdentity(distinctId: string): object {
 }
 
 describe(`overload: event-loop saturation (${testEngine})`, () => {
-  const servers = new Servers();
-  let database: TestDatabaseUrl;
-  let tenant: Tenant;
-  let server: ServerProcess;
-
-  beforeAll(async () => {
-    database = await createTestDatabaseUrl();
-    tenant = await seedTenant(database.url, 'Busy shop', async (services, t) => {
-      // A full page of 250 rules: each list answer is ~100 KB of JSON to serialise.
-      const rule = {
-        image_url: 'https://cdn.example/rule.png',
-        action_text: 'Do the thing',
-        action_url: 'https://shop.example/thing',
-        restricted_to_vip_tier_ids: [1, 2, 3],
-        reward: { type: 'points' },
-        reward_value: { type: 'variable', variable: { value: 5, per_amount: 1 } },
-        earning_limit: { max: 3, type: 'rolling', rolling: { unit: 'week', unit_count: 2 } },
-      };
-      await services.earningRules.create(
-        t.accountId,
-        Array.from({ length: 250 }, (_, i) => ({ ...rule, name: `Rule ${i}` })),
-      );
-    });
-    server = await servers.start({
-      DATABASE_URL: database.url,
-      RATE_LIMIT_PER_SECOND: '0',
-      MAX_EVENT_LOOP_DELAY_MS: String(MAX_DELAY_MS),
-    });
-  });
-  afterAll(async () => {
-    await servers.killAll();
-    await database?.drop();
-  });
+  const fixture = serverOnNewDatabase(
+    (url) =>
+      seedTenant(url, 'Busy shop', async (services, t) => {
+        // A full page of 250 rules: each list answer is ~100 KB of JSON to serialise.
+        const rule = {
+          image_url: 'https://cdn.example/rule.png',
+          action_text: 'Do the thing',
+          action_url: 'https://shop.example/thing',
+          restricted_to_vip_tier_ids: [1, 2, 3],
+          reward: { type: 'points' },
+          reward_value: { type: 'variable', variable: { value: 5, per_amount: 1 } },
+          earning_limit: { max: 3, type: 'rolling', rolling: { unit: 'week', unit_count: 2 } },
+        };
+        await services.earningRules.create(
+          t.accountId,
+          Array.from({ length: 250 }, (_, i) => ({ ...rule, name: `Rule ${i}` })),
+        );
+      }),
+    { MAX_EVENT_LOOP_DELAY_MS: String(MAX_DELAY_MS) },
+  );
 
   it('sheds load with 503 unavailable and Retry-After, never a 500 or a timeout, and recovers', async () => {
+    const { server, seeded: tenant, database } = fixture;
     const agent = new http.Agent({ keepAlive: true, maxSockets: CLIENTS });
     const writes: { id: string; reply: Reply }[] = [];
     const reads: Reply[] = [];

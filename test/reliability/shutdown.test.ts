@@ -4,10 +4,10 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabaseUrl, type Tenant, type TestDatabaseUrl, testEngine } from '../helpers/app.js';
 import { seedTenant } from '../helpers/seed.js';
+import { eventually, sleep } from '../helpers/wait.js';
 import {
   CREATE_OR_UPDATE,
   checkContractError,
-  eventually,
   exitWithin,
   NoResponse,
   openStore,
@@ -15,7 +15,6 @@ import {
   type Reply,
   Servers,
   sendJson,
-  sleep,
   tally,
 } from './support.js';
 

@@ -2,13 +2,17 @@ import { createHash } from 'node:crypto';
 import http, { type IncomingHttpHeaders } from 'node:http';
 import net from 'node:net';
 import { sql } from 'kysely';
+import { afterAll, beforeAll } from 'vitest';
 import { ERROR_STATUS, type ErrorCode } from '../../src/errors.js';
 import { type Db, openDb } from '../../src/storage/db.js';
+import { createTestDatabaseUrl, type TestDatabaseUrl } from '../helpers/app.js';
 import { type ServerProcess, startServer } from '../helpers/server-process.js';
+import { sleep } from '../helpers/wait.js';
 
 // Helpers of the reliability suites: requests over real sockets (node:http and raw net sockets),
 // the contract's error checks without vitest's inject types, table checksums, a registry of the
-// server processes a file starts (so every one is killed, even when a test fails), and a TCP
+// server processes a file starts (so every one is killed, even when a test fails), the usual
+// setup (a server process on a new, seeded database), and a TCP
 // proxy that can cut a server off from its database.
 
 export const CREATE_OR_UPDATE = '/v1/customer_identities/create_or_update';
@@ -177,18 +181,6 @@ export function tally<T>(items: T[], key: (item: T) => string | number): Record<
   return counts;
 }
 
-export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-
-/** Polls `check` until it returns true or `timeoutMs` passes; returns whether it did. */
-export async function eventually(check: () => Promise<boolean>, timeoutMs: number, everyMs = 100): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (await check().catch(() => false)) return true;
-    if (Date.now() > deadline) return false;
-    await sleep(everyMs);
-  }
-}
-
 /** The tables that hold an account's data (the OAuth tables are someone else's). */
 export const DATA_TABLES = [
   'accounts',
@@ -241,6 +233,43 @@ export class Servers {
     const running = this.started.splice(0).filter((s) => s.child.exitCode === null && s.child.signalCode === null);
     await Promise.all(running.map((server) => server.stop('SIGKILL')));
   }
+}
+
+/** What `serverOnNewDatabase` prepares; its fields are set once the describe block's beforeAll ran. */
+export interface ServerOnDatabase<T> {
+  database: TestDatabaseUrl;
+  /** What `seed` returned. */
+  seeded: T;
+  server: ServerProcess;
+  /** Every server process of the block: more started here are killed after it too. */
+  servers: Servers;
+}
+
+/**
+ * The setup of most reliability suites, registered in the calling describe block: a new database
+ * of this pass's engine, prepared by `seed` (with seedTenant or withServices), and a real server
+ * process on it (`RATE_LIMIT_PER_SECOND=0` and `env`). After the block, every server process it
+ * started is killed and the database dropped.
+ */
+export function serverOnNewDatabase<T>(
+  seed: (url: string) => Promise<T>,
+  env: Record<string, string> = {},
+): ServerOnDatabase<T> {
+  const fixture = { servers: new Servers() } as ServerOnDatabase<T>;
+  beforeAll(async () => {
+    fixture.database = await createTestDatabaseUrl();
+    fixture.seeded = await seed(fixture.database.url);
+    fixture.server = await fixture.servers.start({
+      DATABASE_URL: fixture.database.url,
+      RATE_LIMIT_PER_SECOND: '0',
+      ...env,
+    });
+  });
+  afterAll(async () => {
+    await fixture.servers.killAll();
+    await fixture.database?.drop();
+  });
+  return fixture;
 }
 
 /** The exit code of a process that was sent a signal, or null when it did not exit within `ms`. */

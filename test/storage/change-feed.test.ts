@@ -6,7 +6,7 @@ import { AccountCache, type ChangeFeed, FEED_APPLICATION_NAME } from '../../src/
 import { type Db, openDb } from '../../src/storage/db.js';
 import { createTenant, createTestDb, type Tenant, type TestDb, testEngine } from '../helpers/app.js';
 import { earningRuleFixture, referralSettingsFixture } from '../helpers/fixtures.js';
-import { eventually } from '../reliability/support.js';
+import { eventually } from '../helpers/wait.js';
 
 // The caches of referral settings and earning-rules versions on PostgreSQL: values kept in one
 // process are forgotten when any other connection commits a change (LISTEN/NOTIFY), never kept

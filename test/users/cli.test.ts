@@ -4,6 +4,7 @@ import { openDb } from '../../src/storage/db.js';
 import { verifyPassword } from '../../src/users/password.js';
 import { createTestDatabaseUrl, testEngine } from '../helpers/app.js';
 import { loyalty } from '../helpers/cli.js';
+import { withServices } from '../helpers/seed.js';
 
 const PASSWORD = 'piped-in password 123';
 
@@ -16,9 +17,8 @@ describe('loyalty users create', () => {
   beforeEach(async () => {
     ({ url, drop } = await createTestDatabaseUrl());
     env = { DATABASE_URL: url };
-    const account = await loyalty(['accounts', 'create', '--name', 'Acme', '--json'], env);
-    expect(account.code, account.stderr).toBe(0);
-    accountId = account.json().id;
+    // The account is made in this process; `users create` reads stdin, so it runs as the real process.
+    accountId = await withServices(url, async (services) => (await services.accounts.create('Acme')).id);
   });
   afterEach(async () => drop());
 

@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { hashPassword, verifyPassword } from '../../src/users/password.js';
+import { hashPassword, setHashCostForTests, verifyPassword } from '../../src/users/password.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
+import { TEST_HASH_LOG2N } from '../helpers/setup.js';
 
 let t: TestApp;
 beforeEach(async () => {
@@ -10,16 +11,24 @@ afterEach(async () => t.close());
 
 describe('UsersService', () => {
   it('creates a user of an account, storing only an scrypt hash with its parameters', async () => {
-    const account = await t.services.accounts.create('Acme');
-    const user = await t.services.users.create(account.id, {
-      email: ' Owner@Acme.example ',
-      password: 'a password of 22 chars',
-    });
-    expect(user).toEqual({ id: expect.any(Number), account_id: account.id, email: 'Owner@Acme.example' });
-    const row = await t.db.kysely.selectFrom('users').selectAll().executeTakeFirstOrThrow();
-    expect(row.email_normalized).toBe('owner@acme.example');
-    expect(row.password_hash).toMatch(/^scrypt\$15\$8\$1\$[A-Za-z0-9+/=]{24}\$[A-Za-z0-9+/=]{44}$/);
-    expect(JSON.stringify(row)).not.toContain('a password of 22 chars');
+    // The production cost, which every other test lowers (test/helpers/setup.ts).
+    setHashCostForTests(null);
+    try {
+      const account = await t.services.accounts.create('Acme');
+      const user = await t.services.users.create(account.id, {
+        email: ' Owner@Acme.example ',
+        password: 'a password of 22 chars',
+      });
+      expect(user).toEqual({ id: expect.any(Number), account_id: account.id, email: 'Owner@Acme.example' });
+      const row = await t.db.kysely.selectFrom('users').selectAll().executeTakeFirstOrThrow();
+      expect(row.email_normalized).toBe('owner@acme.example');
+      expect(row.password_hash).toMatch(/^scrypt\$15\$8\$1\$[A-Za-z0-9+/=]{24}\$[A-Za-z0-9+/=]{44}$/);
+      expect(JSON.stringify(row)).not.toContain('a password of 22 chars');
+      expect(await verifyPassword('a password of 22 chars', row.password_hash)).toBe(true);
+      expect(await t.services.users.authenticate('owner@acme.example', 'a password of 22 chars')).toEqual(user);
+    } finally {
+      setHashCostForTests(TEST_HASH_LOG2N);
+    }
   });
 
   it('salts: the same password hashes differently each time', async () => {
