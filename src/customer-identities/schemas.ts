@@ -40,22 +40,20 @@ export const CustomerIdentityInput = Type.Object(
 );
 export type CustomerIdentityInput = Static<typeof CustomerIdentityInput>;
 
+/** The example create_or_update body: in the OpenAPI document and in the demo's curl line. */
+export const CREATE_OR_UPDATE_EXAMPLE = {
+  customer_identity: {
+    distinct_id: 'crm-1001',
+    email: 'jane@example.com',
+    first_name: 'Jane',
+    last_name: 'Doe',
+    properties: { plan: 'gold' },
+  },
+};
+
 export const CreateOrUpdateBody = Type.Object(
   { customer_identity: CustomerIdentityInput },
-  {
-    additionalProperties: false,
-    examples: [
-      {
-        customer_identity: {
-          distinct_id: 'crm-1001',
-          email: 'jane@example.com',
-          first_name: 'Jane',
-          last_name: 'Doe',
-          properties: { plan: 'gold' },
-        },
-      },
-    ],
-  },
+  { additionalProperties: false, examples: [CREATE_OR_UPDATE_EXAMPLE] },
 );
 export type CreateOrUpdateBody = Static<typeof CreateOrUpdateBody>;
 

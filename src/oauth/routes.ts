@@ -10,7 +10,13 @@ import { DomainError } from '../errors.js';
 import { logFailure } from '../http/errors.js';
 import { consentPage, errorPage, signInPage } from './pages.js';
 import { type AuthorizeParams, pickAuthorizeParams } from './params.js';
-import { type AuthorizeRedirectOrError, type EndpointResult, GRANT_TYPES, safeDescription } from './service.js';
+import {
+  type AuthorizeRedirectOrError,
+  type EndpointResult,
+  GRANT_TYPES,
+  requestClientId,
+  safeDescription,
+} from './service.js';
 import { SESSION_TTL_SECONDS, type Session } from './sessions.js';
 
 const SESSION_COOKIE = 'loyalty_oauth_session';
@@ -147,7 +153,8 @@ const oauthRoutes: FastifyPluginAsyncTypebox<{ config: Config }> = async (app, {
             max: config.rateLimitPerSecond,
             timeWindow: 1000,
             hook: 'preHandler',
-            keyGenerator: (request) => `oauth:${clientIdOf(request)}:${request.ip}`,
+            keyGenerator: (request) =>
+              `oauth:${(requestClientId(request.headers, request.body) ?? '-').slice(0, 200)}:${request.ip}`,
             errorResponseBuilder: (_request, context) =>
               new DomainError(
                 'rate_limited',
@@ -404,18 +411,6 @@ function withIssuer(location: string, issuer: string): string {
   const url = new URL(location);
   url.searchParams.set('iss', issuer);
   return url.toString();
-}
-
-/** The client_id of a token or revocation request (HTTP Basic or the form), for its rate limit. */
-function clientIdOf(request: FastifyRequest): string {
-  const basic = /^Basic +([A-Za-z0-9+/=]+) *$/i.exec(request.headers.authorization ?? '');
-  if (basic) {
-    const decoded = Buffer.from(basic[1] as string, 'base64').toString('utf8');
-    const id = decoded.slice(0, Math.max(0, decoded.indexOf(':')));
-    return id.replace(/%5F/gi, '_').slice(0, 200);
-  }
-  const form = request.body as Record<string, unknown> | undefined;
-  return typeof form?.client_id === 'string' ? form.client_id.slice(0, 200) : '-';
 }
 
 /** The parameter a validation error is about when it was sent more than once, or null. */

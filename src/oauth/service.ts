@@ -420,6 +420,13 @@ export function errorRedirect(redirectUri: string, error: string, description: s
   return url.toString();
 }
 
+/** The client_id a token or revocation request names (HTTP Basic, form-decoded, or the form), or null. */
+export function requestClientId(headers: IncomingHttpHeaders, body: unknown): string | null {
+  const authorization = typeof headers.authorization === 'string' ? formDecodedBasic(headers.authorization) : undefined;
+  const form = typeof body === 'object' && body !== null ? (body as Record<string, unknown>) : {};
+  return clientCredentials(authorization, form)?.id ?? null;
+}
+
 /**
  * Client credentials of a revocation request, as the token endpoint reads them (the library's
  * rules): HTTP Basic, else client_id and client_secret in the body, else client_id alone (a

@@ -31,11 +31,10 @@ export function registerAppCommands(program: Command): void {
           };
         },
         (a) =>
-          a.client_secret === null
-            ? `${lines({ id: a.id, client_id: a.client_id, client_secret: '(none: a public client)', scopes: a.scopes.join(' '), redirect_uris: a.redirect_uris.join(' ') || '(none)' })}\n` +
-              'A public client has no secret: it must use PKCE (code_challenge with S256) and may redirect to any port of a loopback URI.'
-            : `${lines({ id: a.id, client_id: a.client_id, client_secret: a.client_secret, scopes: a.scopes.join(' '), redirect_uris: a.redirect_uris.join(' ') || '(none)' })}\n` +
-              'Store the client secret now: it is not shown again.',
+          `${lines({ id: a.id, client_id: a.client_id, client_secret: a.client_secret ?? '(none: a public client)', scopes: a.scopes.join(' '), redirect_uris: a.redirect_uris.join(' ') || '(none)' })}\n` +
+          (a.client_secret === null
+            ? 'A public client has no secret: it must use PKCE (code_challenge with S256) and may redirect to any port of a loopback URI.'
+            : 'Store the client secret now: it is not shown again.'),
       ),
     );
   apps

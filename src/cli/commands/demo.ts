@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { ALL_SCOPES } from '../../auth/scopes.js';
 import type { Config } from '../../config.js';
+import { CREATE_OR_UPDATE_EXAMPLE } from '../../customer-identities/schemas.js';
 import { run } from '../context.js';
 
 export interface DemoResult {
@@ -103,15 +104,7 @@ export function registerDemoCommand(program: Command): void {
 }
 
 function demoText(demo: DemoResult): string {
-  const identity = JSON.stringify({
-    customer_identity: {
-      distinct_id: 'crm-1001',
-      email: 'jane@example.com',
-      first_name: 'Jane',
-      last_name: 'Doe',
-      properties: { plan: 'gold' },
-    },
-  });
+  const identity = JSON.stringify(CREATE_OR_UPDATE_EXAMPLE);
   return [
     `Demo account ${demo.account_id} is ready.`,
     '',
