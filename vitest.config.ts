@@ -22,6 +22,10 @@ const BOTH_ENGINES = [
   'test/reliability/**/*.test.ts',
   'test/oauth/**/*.test.ts',
   'test/users/**/*.test.ts',
+  'test/customers/**/*.test.ts',
+  'test/activities/**/*.test.ts',
+  'test/points-transactions/**/*.test.ts',
+  'test/vip-tiers/**/*.test.ts',
 ];
 
 export default defineConfig({

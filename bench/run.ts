@@ -140,8 +140,13 @@ async function cursorOfPage(url: string, key: string, n: number): Promise<string
 }
 
 let sequence = 0;
-/** Half creates (new distinct_id and email), half updates of existing identities. */
-function createOrUpdate(url: string, account: BenchData['base']): autocannon.Options {
+/** A scenario of POSTs to `path`, each body made by `body` from the run's number and the request's. */
+function posts(
+  url: string,
+  path: string,
+  token: string,
+  body: (run: number, n: number) => unknown,
+): autocannon.Options {
   const run = ++sequence;
   let i = 0;
   return {
@@ -149,28 +154,43 @@ function createOrUpdate(url: string, account: BenchData['base']): autocannon.Opt
     requests: [
       {
         method: 'POST',
-        path: '/v1/customer_identities/create_or_update',
-        headers: { ...bearer(account.accessToken), 'content-type': 'application/json' },
-        setupRequest: (request) => {
-          const n = i++;
-          const identity =
-            n % 2 === 0
-              ? {
-                  distinct_id: `new-${run}-${n}`,
-                  email: `new-${run}-${n}@bench.example`,
-                  first_name: 'New',
-                  properties: { n },
-                }
-              : {
-                  distinct_id: account.existingDistinctIds(n * 7919),
-                  email: `updated-${n}@bench.example`,
-                  properties: { n },
-                };
-          return { ...request, body: JSON.stringify({ customer_identity: identity }) };
-        },
+        path,
+        headers: { ...bearer(token), 'content-type': 'application/json' },
+        setupRequest: (request) => ({ ...request, body: JSON.stringify(body(run, i++)) }),
       },
     ],
   };
+}
+
+/** Half creates (new distinct_id and email), half updates of existing identities. */
+function createOrUpdate(url: string, account: BenchData['base']): autocannon.Options {
+  return posts(url, '/v1/customer_identities/create_or_update', account.accessToken, (run, n) => ({
+    customer_identity:
+      n % 2 === 0
+        ? {
+            distinct_id: `new-${run}-${n}`,
+            email: `new-${run}-${n}@bench.example`,
+            first_name: 'New',
+            properties: { n },
+          }
+        : {
+            distinct_id: account.existingDistinctIds(n * 7919),
+            email: `updated-${n}@bench.example`,
+            properties: { n },
+          },
+  }));
+}
+
+/** Orders of existing customers, each with a new distinct_id and an amount: two rules evaluated, one or two credits. */
+function activities(url: string, account: BenchData['base']): autocannon.Options {
+  return posts(url, '/v1/activities', account.apiKey, (run, n) => ({
+    activity: {
+      token: account.activityToken,
+      customer_id: account.customerId(n * 7919),
+      distinct_id: `order-${run}-${n}`,
+      properties: { amount: `${(n % 500) + 1}.${String(n % 100).padStart(2, '0')}` },
+    },
+  }));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -217,6 +237,7 @@ async function benchEngine(engine: Engine, pageFile: string, onPage: () => Promi
           headers: bearer(data.base.apiKey),
         })),
         await measure('create_or_update (half new)', () => createOrUpdate(server.url, data.base)),
+        await measure('activities (new orders, 2 rules)', () => activities(server.url, data.base)),
       ];
       const memory = server.pids().map(peakRssMiB);
       result.workers[workers] = { rows, memory };

@@ -14,6 +14,10 @@ export interface BenchAccount {
   /** distinct_ids that exist, for the update half of create_or_update. */
   existingDistinctIds: (i: number) => string;
   existingCount: number;
+  /** The token of an "order" activity type with two rules bound (1 point per 1 spent; 10 points, 3 a day). */
+  activityToken: string;
+  /** The id of one of the account's customers, for any integer. */
+  customerId: (i: number) => number;
 }
 
 export interface BenchData {
@@ -91,6 +95,20 @@ async function account(
   const started = Date.now();
   await createRules(services, created.id, rules);
   await bulkIdentities(db, created.id, `a${created.id}`, identities);
+  const order = await services.activityTypes.create(created.id, { name: 'Place an order' });
+  await services.earningRules.create(created.id, [
+    { ...rule(2), name: 'Order', activity_token: order.token, earning_limit: null },
+    {
+      ...rule(1),
+      name: 'Order bonus',
+      activity_token: order.token,
+      earning_limit: { max: 3, type: 'rolling', rolling: { unit: 'day', unit_count: 1 } },
+    },
+  ]);
+  const span = await sql<{ first: number | string; last: number | string }>`
+    select min(id) as first, max(id) as last from customers where account_id = ${created.id}`.execute(db.kysely);
+  const first = Number(span.rows[0]?.first);
+  const customerCount = Number(span.rows[0]?.last) - first + 1;
   log(`  ${name}: ${rules} rules, ${identities} identities in ${((Date.now() - started) / 1000).toFixed(1)} s`);
   const key = await services.credentials.createApiKey(created.id, ALL_SCOPES);
   const app = await services.apps.create({ name: `${name} app` });
@@ -105,6 +123,8 @@ async function account(
     accessToken: token.access_token,
     existingDistinctIds: (i) => `a${created.id}-${(i % identities) + 1}`,
     existingCount: identities,
+    activityToken: order.token,
+    customerId: (i) => first + (i % customerCount),
   };
 }
 

@@ -4,9 +4,11 @@ import underPressure from '@fastify/under-pressure';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify';
 import type { Redis } from 'ioredis';
 import { Type } from 'typebox';
+import activityRoutes from './activities/routes.js';
 import { type Clock, systemClock } from './clock.js';
 import type { Config } from './config.js';
 import customerIdentityRoutes from './customer-identities/routes.js';
+import customerRoutes from './customers/routes.js';
 import earningRuleRoutes from './earning-rules/routes.js';
 import { DomainError } from './errors.js';
 import { registerAuth } from './http/auth.js';
@@ -20,9 +22,12 @@ import { errorRef } from './http/schemas.js';
 import { registerTransportRules } from './http/transport.js';
 import { registerValidators } from './http/validation.js';
 import oauthRoutes from './oauth/routes.js';
+import pointsSettingsRoutes from './points-settings/routes.js';
+import pointsTransactionRoutes from './points-transactions/routes.js';
 import referralSettingsRoutes from './referral-settings/routes.js';
 import { createServices, type Services } from './services.js';
 import { type Db, isReachable } from './storage/db.js';
+import vipTierRoutes from './vip-tiers/routes.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -101,10 +106,6 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   app.addHook('onRequest', requireHost);
   registerTransportRules(app, config);
   refuseWhileClosing(app);
-  if (config.maxEventLoopDelayMs > 0) {
-    // Past this event-loop delay, answering 503 at once beats every caller timing out.
-    await app.register(underPressure, { maxEventLoopDelay: config.maxEventLoopDelayMs, retryAfter: 1 });
-  }
 
   // JSON only: without this, Fastify would also accept text/plain bodies.
   app.removeContentTypeParser(['text/plain']);
@@ -129,7 +130,6 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     // With Redis unreachable the limit is skipped (and logged), not every request failed.
     skipOnError: true,
   });
-  registerAuth(app, services.credentials, config, options.redis ?? null);
   await registerOpenApi(app, config);
 
   app.get(
@@ -172,7 +172,25 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   await app.register(referralSettingsRoutes);
   await app.register(customerIdentityRoutes);
   await app.register(earningRuleRoutes);
+  await app.register(customerRoutes);
+  await app.register(activityRoutes);
+  await app.register(pointsTransactionRoutes);
+  await app.register(vipTierRoutes);
+  await app.register(pointsSettingsRoutes);
   await app.register(oauthRoutes, { config });
+
+  // The overload check and authentication come last among the plugins, yet their onRequest hooks
+  // run for every route, in this order (after the HTTPS and shutdown rules): overload is refused
+  // before any credential is read. Last, because @fastify/under-pressure measures the event-loop
+  // delay from the moment it is registered, and building the routes is one long synchronous
+  // stretch: with its first one-second sample starting before them, a process that took over a
+  // second to build (a loaded machine) found no sample in it, read the delay as infinite and
+  // answered 503 to its first requests.
+  if (config.maxEventLoopDelayMs > 0) {
+    // Past this event-loop delay, answering 503 at once beats every caller timing out.
+    await app.register(underPressure, { maxEventLoopDelay: config.maxEventLoopDelayMs, retryAfter: 1 });
+  }
+  registerAuth(app, services.credentials, config, options.redis ?? null);
   return app;
 }
 

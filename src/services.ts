@@ -1,15 +1,21 @@
 import { AccountsService } from './accounts/service.js';
+import { ActivitiesService } from './activities/service.js';
+import { ActivityTypesService } from './activity-types/service.js';
 import { AppsService } from './apps/service.js';
 import { CredentialsService } from './auth/service.js';
 import type { Clock } from './clock.js';
 import { CustomerIdentitiesService } from './customer-identities/service.js';
 import { CustomersService } from './customers/service.js';
 import { EarningRulesService } from './earning-rules/service.js';
+import { IdempotencyService } from './idempotency/service.js';
 import { OAuthService } from './oauth/service.js';
 import { SessionsService } from './oauth/sessions.js';
+import { PointsSettingsService } from './points-settings/service.js';
+import { PointsTransactionsService } from './points-transactions/service.js';
 import { ReferralSettingsService } from './referral-settings/service.js';
 import type { Db } from './storage/db.js';
 import { UsersService } from './users/service.js';
+import { VipTiersService } from './vip-tiers/service.js';
 
 /** The services both front doors (HTTP routes and the `loyalty` CLI) call. */
 export interface Services {
@@ -23,6 +29,11 @@ export interface Services {
   users: UsersService;
   sessions: SessionsService;
   oauth: OAuthService;
+  activityTypes: ActivityTypesService;
+  activities: ActivitiesService;
+  pointsTransactions: PointsTransactionsService;
+  vipTiers: VipTiersService;
+  pointsSettings: PointsSettingsService;
 }
 
 export interface ServiceOptions {
@@ -36,6 +47,7 @@ export function createServices(db: Db, options: ServiceOptions): Services {
   const apps = new AppsService(db.kysely, clock);
   const users = new UsersService(db.kysely, clock, accounts);
   const customers = new CustomersService(db.kysely, clock, accounts);
+  const pointsTransactions = new PointsTransactionsService(db.kysely, clock, new IdempotencyService(db.kysely, clock));
   return {
     accounts,
     apps,
@@ -53,5 +65,10 @@ export function createServices(db: Db, options: ServiceOptions): Services {
     users,
     sessions: new SessionsService(db.kysely, clock, users, accounts),
     oauth: new OAuthService(db.kysely, clock, apps, options.accessTokenTtlSeconds),
+    activityTypes: new ActivityTypesService(db.kysely, clock, accounts),
+    activities: new ActivitiesService(db.kysely, clock, customers, pointsTransactions),
+    pointsTransactions,
+    vipTiers: new VipTiersService(db.kysely, clock, accounts),
+    pointsSettings: new PointsSettingsService(db.kysely, clock, accounts),
   };
 }

@@ -5,6 +5,12 @@ export const SCOPE_DESCRIPTIONS = {
   'referral_settings:read': 'Read your referral program settings',
   'earning_rule:read': 'Read your earning rules',
   'customer_identity:write': 'Create and update customer identities (links to your customers)',
+  'customer:read': 'Read your customers, their points balances and VIP tiers',
+  'activity:write': 'Record what your customers do (activities), which earns them points',
+  'points_transaction:read': "Read your customers' points transactions",
+  'points_transaction:write': "Add and remove points from your customers' balances",
+  'vip_tier:read': 'Read your VIP tiers',
+  'points_settings:read': 'Read your points settings',
 } as const;
 
 export type Scope = keyof typeof SCOPE_DESCRIPTIONS;

@@ -5,6 +5,11 @@ import { registerAppCommands } from './commands/apps.js';
 import { registerCustomerCommands } from './commands/customers.js';
 import { registerDemoCommand } from './commands/demo.js';
 import { registerEarningRuleCommands } from './commands/earning-rules.js';
+import {
+  registerActivityTypeCommands,
+  registerPointsSettingsCommands,
+  registerVipTierCommands,
+} from './commands/engine.js';
 import { registerMigrateCommand } from './commands/migrate.js';
 import { registerReferralSettingsCommands } from './commands/referral-settings.js';
 import { registerTokenCommands } from './commands/tokens.js';
@@ -14,7 +19,8 @@ import { registerUserCommands } from './commands/users.js';
 export function buildProgram(): Command {
   const program = new Command('loyalty')
     .description(
-      'Administer the loyalty API: accounts, credentials, apps, referral settings, earning rules and customers.\n' +
+      'Administer the loyalty API: accounts, credentials, apps, referral settings, earning rules, activity types,\n' +
+        'customers, VIP tiers and points settings.\n' +
         'Uses DATABASE_URL like the server (default sqlite:./data/loyalty.db) and migrates it when needed.',
     )
     .option('--json', 'print exactly one JSON value on stdout')
@@ -27,6 +33,9 @@ export function buildProgram(): Command {
   registerReferralSettingsCommands(program);
   registerEarningRuleCommands(program);
   registerCustomerCommands(program);
+  registerActivityTypeCommands(program);
+  registerVipTierCommands(program);
+  registerPointsSettingsCommands(program);
   registerUserCommands(program);
   registerMigrateCommand(program);
   registerDemoCommand(program);

@@ -1,27 +1,21 @@
 import { type Static, Type } from 'typebox';
 import { CUSTOMER_LIMITS, EmailAddress, Name, NO_NUL } from '../customers/schemas.js';
+import { PROPERTIES_LIMITS, Properties as PropertiesSchema } from '../properties.js';
 
 /** The contract's bounds, named once for the schemas, the service and the tests. */
 export const LIMITS = {
   ...CUSTOMER_LIMITS,
   distinctIdLength: 255,
-  /** Bytes of the compact JSON serialisation (`JSON.stringify`) of `properties`. */
-  propertiesBytes: 16 * 1024,
-  /** The `properties` object itself is level 1; each nested object or array adds one. */
-  propertiesDepth: 5,
+  propertiesBytes: PROPERTIES_LIMITS.bytes,
+  propertiesDepth: PROPERTIES_LIMITS.depth,
 } as const;
 
-// `additionalProperties: true` (rather than a Record's patternProperties) reads as a free-form
-// object in OpenAPI 3.0 and makes the serialiser copy every key.
-const Properties = Type.Unsafe<Record<string, unknown>>({
-  type: 'object',
-  additionalProperties: true,
-  description:
-    'Free-form properties. On update they are merged key by key: a key sent with null is removed, ' +
+const Properties = PropertiesSchema(
+  'Free-form properties. On update they are merged key by key: a key sent with null is removed, ' +
     'keys not sent are kept; nested values are replaced whole. At most 16 KiB as compact JSON ' +
     '(also after merging) and at most 5 levels deep (this object is level 1; each nested object or ' +
     'array adds a level).',
-});
+);
 
 export const CustomerIdentityInput = Type.Object(
   {

@@ -3,7 +3,8 @@ import type { AccountsService } from '../accounts/service.js';
 import type { Clock } from '../clock.js';
 import { CustomerNotVisible, type CustomersService } from '../customers/service.js';
 import { trimEmail } from '../email.js';
-import { DomainError, invalidParameter } from '../errors.js';
+import { DomainError } from '../errors.js';
+import { checkProperties as checkBounds } from '../properties.js';
 import type { Db } from '../storage/db.js';
 import type { CustomerIdentityUpdate, Database } from '../storage/schema.js';
 import {
@@ -12,7 +13,7 @@ import {
   replaceIdentityProperties,
   updateIdentityFields,
 } from './repository.js';
-import { type CustomerIdentity, type CustomerIdentityInput, LIMITS } from './schemas.js';
+import type { CustomerIdentity, CustomerIdentityInput } from './schemas.js';
 
 /** The outcome of create_or_update: the identity, and whether this request created it. */
 export interface IdentityResult {
@@ -20,7 +21,8 @@ export interface IdentityResult {
   created: boolean;
 }
 
-const PROPERTIES_FIELD = 'customer_identity.properties';
+const checkProperties = (properties: Record<string, unknown>, when: string) =>
+  checkBounds(properties, 'customer_identity.properties', when);
 
 /**
  * How often a create_or_update transaction is replayed after losing a race to a concurrent
@@ -137,36 +139,4 @@ export function mergeProperties(
   }
   // fromEntries defines own properties, so a key named "__proto__" stays a plain key.
   return Object.fromEntries(merged);
-}
-
-/** The contract's bounds on `properties`: depth first, so a deep value is never walked whole. */
-function checkProperties(properties: Record<string, unknown>, when: string): void {
-  if (jsonDepth(properties, LIMITS.propertiesDepth) > LIMITS.propertiesDepth) {
-    throw invalidParameter(
-      PROPERTIES_FIELD,
-      `must be at most ${LIMITS.propertiesDepth} levels deep${when} (the properties object is level 1)`,
-    );
-  }
-  const bytes = Buffer.byteLength(JSON.stringify(properties), 'utf8');
-  if (bytes > LIMITS.propertiesBytes) {
-    throw invalidParameter(
-      PROPERTIES_FIELD,
-      `must be at most ${LIMITS.propertiesBytes} bytes (16 KiB) as JSON${when}, got ${bytes}`,
-    );
-  }
-}
-
-/**
- * Nesting depth of a JSON value: 0 for a scalar, 1 plus the deepest member for an object or
- * array. Stops descending once the depth passes `limit`, so hostile nesting costs little.
- */
-export function jsonDepth(value: unknown, limit: number): number {
-  if (value === null || typeof value !== 'object') return 0;
-  if (limit <= 0) return 1;
-  let deepest = 0;
-  for (const member of Object.values(value)) {
-    deepest = Math.max(deepest, jsonDepth(member, limit - 1));
-    if (deepest >= limit) break;
-  }
-  return 1 + deepest;
 }

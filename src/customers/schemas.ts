@@ -1,13 +1,13 @@
 import { type Static, Type } from 'typebox';
+import { Id, NO_NUL } from '../common-schemas.js';
+import { PageMetadata, pageParams, UpdatedAtMin } from '../pagination/schemas.js';
 
 export const CUSTOMER_LIMITS = {
   emailLength: 254,
   nameLength: 255,
 } as const;
 
-// PostgreSQL refuses U+0000 in text values; refusing it here keeps both engines alike (a 400,
-// never a 500). Email addresses cannot contain it: their format already excludes it.
-export const NO_NUL = '^[^\\u0000]*$';
+export { NO_NUL };
 
 export const Name = (description: string) =>
   Type.Union([Type.String({ maxLength: CUSTOMER_LIMITS.nameLength, pattern: NO_NUL }), Type.Null()], { description });
@@ -31,10 +31,112 @@ export const CustomerInput = Type.Object(
 );
 export type CustomerInput = Static<typeof CustomerInput>;
 
-/** A customer as the CLI shows it. */
-export interface Customer {
+/** A customer as `loyalty customers create` and `list` show it. */
+export interface CustomerSummary {
   id: number;
   email: string;
   first_name: string | null;
   last_name: string | null;
 }
+
+export const CUSTOMER_STATES = ['candidate', 'member', 'disabled'] as const;
+export const CustomerStateSchema = Type.Union(
+  [Type.Literal('candidate'), Type.Literal('member'), Type.Literal('disabled')],
+  { description: 'State in the loyalty program: only members earn and spend points' },
+);
+
+const nullableInteger = (description: string) => Type.Union([Type.Integer(), Type.Null()], { description });
+
+/** The customer's place in the all-time VIP program. */
+export const VipStatus = Type.Object(
+  {
+    vip_tier_id: nullableInteger('Current VIP tier, or null'),
+    vip_tier_expires_at: Type.Null({ description: 'Always null: tiers of an all-time program do not expire' }),
+    progress_value: Type.Integer({ description: 'Points earned so far (all time; spending never lowers it)' }),
+    current_vip_period_end: Type.Null({ description: 'Always null: an all-time program has no periods' }),
+    delta_to_retain_vip_tier: Type.Null({ description: 'Always null: an all-time tier is kept for good' }),
+    next_vip_tier_id: nullableInteger('The tier with the next milestone above the points earned, or null'),
+    delta_to_next_vip_tier: nullableInteger('Points still to earn to reach the next tier, or null'),
+  },
+  { $id: 'VipStatus' },
+);
+export type VipStatus = Static<typeof VipStatus>;
+
+/** A customer as the API returns it (the reference's Customer). */
+export const Customer = Type.Object(
+  {
+    id: Type.Integer({ description: 'Identifier of the customer' }),
+    first_name: Type.Union([Type.String(), Type.Null()], { description: 'Given name' }),
+    last_name: Type.Union([Type.String(), Type.Null()], { description: 'Family name' }),
+    email: Type.String({ description: 'E-mail address' }),
+    state: CustomerStateSchema,
+    date_of_birth: Type.Union([Type.String({ format: 'date' }), Type.Null()], { description: 'Birthday, or null' }),
+    points_balance: Type.Integer({
+      description: 'Current points balance: the sum of the points transactions, never below 0',
+    }),
+    referral_url: Type.Union([Type.String(), Type.Null()], { description: 'Referral URL, or null' }),
+    vip_tier_id: nullableInteger('Current VIP tier (deprecated: read vip_status.vip_tier_id)'),
+    vip_status: VipStatus,
+    created_at: Type.String({ format: 'date-time' }),
+    updated_at: Type.String({ format: 'date-time', description: 'Last change, a points balance change included' }),
+  },
+  {
+    $id: 'Customer',
+    examples: [
+      {
+        id: 7,
+        first_name: 'Jane',
+        last_name: 'Doe',
+        email: 'jane@example.com',
+        state: 'member',
+        date_of_birth: null,
+        points_balance: 320,
+        referral_url: null,
+        vip_tier_id: 2,
+        vip_status: {
+          vip_tier_id: 2,
+          vip_tier_expires_at: null,
+          progress_value: 520,
+          current_vip_period_end: null,
+          delta_to_retain_vip_tier: null,
+          next_vip_tier_id: 3,
+          delta_to_next_vip_tier: 480,
+        },
+        created_at: '2026-01-02T10:00:00.000Z',
+        updated_at: '2026-01-05T16:30:00.000Z',
+      },
+    ],
+  },
+);
+export type Customer = Static<typeof Customer>;
+
+export const CustomerResponse = Type.Object({ customer: Customer });
+
+export const CustomersPage = Type.Object(
+  { customers: Type.Array(Customer), metadata: PageMetadata },
+  { description: 'A page of customers, id descending' },
+);
+export type CustomersPage = Static<typeof CustomersPage>;
+
+const Include = Type.Optional(
+  Type.String({ maxLength: 200, description: 'Accepted for compatibility; vip_status is always included' }),
+);
+
+export const CustomersQuery = Type.Object({
+  ...pageParams('customers'),
+  email: Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: CUSTOMER_LIMITS.emailLength + 100,
+      description: 'Only the customer with this email (matched case-insensitively, after trimming)',
+    }),
+  ),
+  state: Type.Optional(CustomerStateSchema),
+  updated_at_min: UpdatedAtMin('customers'),
+  include: Include,
+});
+export type CustomersQuery = Static<typeof CustomersQuery>;
+
+export const CustomerQuery = Type.Object({ include: Include });
+
+export const CustomerParams = Type.Object({ id: Id('Identifier of the customer') });

@@ -1,6 +1,6 @@
 import type { Kysely, SelectQueryBuilder, Transaction } from 'kysely';
+import type { Direction } from '../pagination/cursor.js';
 import type { Database, EarningRuleRow, EarningRulesTable, NewEarningRule } from '../storage/schema.js';
-import type { Direction } from './cursor.js';
 import type { EarningLimit, EarningRule, RewardValue, StoredEarningRule } from './schemas.js';
 
 type Executor = Kysely<Database> | Transaction<Database>;
@@ -39,25 +39,46 @@ export async function findPage(
   return (await pageQuery(db, accountId, direction, boundary, rows).execute()).map(toEarningRule);
 }
 
-/** True when at least one enabled rule lies beyond `boundary` in `direction`. */
-export async function hasRulesBeyond(
-  db: Executor,
-  accountId: number,
-  direction: Direction,
-  boundary: number,
-): Promise<boolean> {
-  return (await pageQuery(db, accountId, direction, boundary, 1).execute()).length > 0;
-}
-
 /** Every rule of the account (enabled ones only unless `includeDisabled`), newest first. */
 export async function listRules(
   db: Executor,
   accountId: number,
   includeDisabled: boolean,
 ): Promise<StoredEarningRule[]> {
-  let query = db.selectFrom('earning_rules').selectAll().where('account_id', '=', accountId);
-  if (!includeDisabled) query = query.where('enabled', '=', 1);
-  return (await query.orderBy('id', 'desc').execute()).map(toStoredEarningRule);
+  let query = withActivityToken(db).where('earning_rules.account_id', '=', accountId);
+  if (!includeDisabled) query = query.where('earning_rules.enabled', '=', 1);
+  return (await query.orderBy('earning_rules.id', 'desc').execute()).map(toStoredEarningRule);
+}
+
+/** One rule as the CLI shows it, or undefined. */
+async function findStoredRule(db: Executor, id: number): Promise<StoredEarningRule | undefined> {
+  const row = await withActivityToken(db).where('earning_rules.id', '=', id).executeTakeFirst();
+  return row && toStoredEarningRule(row);
+}
+
+/** The rules with the token of the activity type each is bound to (null when none). */
+function withActivityToken(db: Executor) {
+  return db
+    .selectFrom('earning_rules')
+    .leftJoin('activity_types', 'activity_types.id', 'earning_rules.activity_type_id')
+    .selectAll('earning_rules')
+    .select('activity_types.token as activity_token');
+}
+
+/**
+ * The enabled rules of the account bound to an activity type, ascending id: the rules an
+ * activity of that type is evaluated against, in the order the contract gives.
+ */
+export async function findBoundRules(db: Executor, accountId: number, activityTypeId: number): Promise<EarningRule[]> {
+  const rows = await db
+    .selectFrom('earning_rules')
+    .selectAll()
+    .where('activity_type_id', '=', activityTypeId)
+    .where('account_id', '=', accountId)
+    .where('enabled', '=', 1)
+    .orderBy('id')
+    .execute();
+  return rows.map(toEarningRule);
 }
 
 /**
@@ -82,8 +103,11 @@ async function bumpRulesVersion(db: Executor, accountId: number): Promise<void> 
     .execute();
 }
 
-/** A rule to insert: every field of the rule, and whether it starts enabled. */
-export type NewRule = Omit<EarningRule, 'id'> & { enabled: boolean };
+/** A rule to insert: every field of the rule, whether it starts enabled, and its activity type. */
+export type NewRule = Omit<EarningRule, 'id'> & {
+  enabled: boolean;
+  activityType: { id: number; token: string } | null;
+};
 
 /**
  * Inserts the account's new rules in chunks (call inside a transaction); returns them in
@@ -103,7 +127,12 @@ export async function insertRules(
   }
   await bumpRulesVersion(db, accountId);
   // RETURNING promises no order; ids grow with insertion order within the transaction.
-  return inserted.sort((a, b) => a.id - b.id).map(toStoredEarningRule);
+  const tokens = new Map(
+    rules.flatMap((rule) => (rule.activityType ? [[rule.activityType.id, rule.activityType.token]] : [])),
+  );
+  return inserted
+    .sort((a, b) => a.id - b.id)
+    .map((row) => toStoredEarningRule({ ...row, activity_token: tokens.get(row.activity_type_id ?? 0) ?? null }));
 }
 
 /** Sets `enabled` (call inside a transaction); the updated rule, or undefined when no rule has that id. */
@@ -119,8 +148,9 @@ export async function updateRuleEnabled(
     .where('id', '=', id)
     .returningAll()
     .executeTakeFirst();
-  if (row) await bumpRulesVersion(db, row.account_id);
-  return row && toStoredEarningRule(row);
+  if (!row) return undefined;
+  await bumpRulesVersion(db, row.account_id);
+  return findStoredRule(db, id);
 }
 
 /** Deletes a rule (call inside a transaction); false when no rule has that id. */
@@ -151,6 +181,7 @@ function toRow(accountId: number, rule: NewRule, now: number): NewEarningRule {
     earning_limit_max: limit?.max ?? null,
     earning_limit_unit: rolling?.unit ?? null,
     earning_limit_unit_count: rolling?.unit_count ?? null,
+    activity_type_id: rule.activityType?.id ?? null,
     created_at: now,
     updated_at: now,
   };
@@ -171,8 +202,8 @@ export function toEarningRule(row: EarningRuleRow): EarningRule {
   };
 }
 
-function toStoredEarningRule(row: EarningRuleRow): StoredEarningRule {
-  return { ...toEarningRule(row), enabled: row.enabled === 1 };
+function toStoredEarningRule(row: EarningRuleRow & { activity_token: string | null }): StoredEarningRule {
+  return { ...toEarningRule(row), enabled: row.enabled === 1, activity_token: row.activity_token };
 }
 
 function toRewardValue(row: EarningRuleRow): RewardValue {

@@ -1,6 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { FastifyRequest } from 'fastify';
-import { invalidParameter } from '../errors.js';
+import { requireDecimalLimit } from '../http/pagination.js';
 import { authErrorResponses, badRequestResponse } from '../http/schemas.js';
 import { EarningRulesPage, EarningRulesQuery } from './schemas.js';
 
@@ -37,16 +36,5 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
     },
   );
 };
-
-/**
- * The coercing query validator would read `limit=0x10` as 16 and `limit=1e2` as 100; the limit is
- * a plain decimal number, and anything else is refused rather than guessed at.
- */
-async function requireDecimalLimit(request: FastifyRequest): Promise<void> {
-  const limit = (request.query as Record<string, unknown>).limit;
-  if (typeof limit === 'string' && !/^[0-9]{1,9}$/.test(limit)) {
-    throw invalidParameter('limit', 'must be an integer from 1 to 250');
-  }
-}
 
 export default routes;

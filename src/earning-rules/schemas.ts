@@ -1,7 +1,11 @@
 import { type Static, type TObject, type TSchema, type TUnsafe, Type } from 'typebox';
+import { PageMetadata, pageParams } from '../pagination/schemas.js';
 
 /** The largest value of a PostgreSQL `integer` column: bigger counts would fail to insert. */
 const MAX_INT4 = 2_147_483_647;
+
+/** The most points one credit (one rule, one activity) or one points transaction may move. */
+export const MAX_POINTS_PER_CREDIT = 1_000_000_000;
 
 /**
  * The parts of a rule, with the input bounds (`bounded`, for the CLI input) or as bare shapes
@@ -34,7 +38,23 @@ function parts(bounded: boolean) {
       closed,
     ),
     FixedRewardValue: Type.Object(
-      { type: Type.Literal('fixed'), fixed: Type.Object({ value: positive('Reward earned each time') }, closed) },
+      {
+        type: Type.Literal('fixed'),
+        fixed: Type.Object(
+          {
+            value: Type.Number(
+              bounded
+                ? {
+                    exclusiveMinimum: 0,
+                    maximum: MAX_POINTS_PER_CREDIT,
+                    description: 'Points earned each time (a fraction is dropped: 2.5 earns 2)',
+                  }
+                : { description: 'Points earned each time' },
+            ),
+          },
+          closed,
+        ),
+      },
       closed,
     ),
     RollingEarningLimit: Type.Object(
@@ -136,16 +156,11 @@ export type EarningRule = Static<typeof EarningRule>;
 export type RewardValue = EarningRule['reward_value'];
 export type EarningLimit = EarningRule['earning_limit'];
 
-/** A rule as the administration CLI shows it: the API fields plus whether it is listed. */
-export type StoredEarningRule = EarningRule & { enabled: boolean };
-
-export const PageMetadata = Type.Object(
-  {
-    next_cursor: Type.String({ description: 'Cursor of the next (older) page; "" when there is none' }),
-    previous_cursor: Type.String({ description: 'Cursor of the previous (newer) page; "" when there is none' }),
-  },
-  { $id: 'PageMetadata' },
-);
+/**
+ * A rule as the administration CLI shows it: the API fields, whether it is listed, and the token
+ * of the activity type it is bound to (not part of GET /v1/earning_rules, whose shape the spec fixes).
+ */
+export type StoredEarningRule = EarningRule & { enabled: boolean; activity_token: string | null };
 
 export const EarningRulesPage = Type.Object(
   { earning_rules: Type.Array(EarningRule), metadata: PageMetadata },
@@ -174,28 +189,7 @@ export const EarningRulesPage = Type.Object(
 );
 export type EarningRulesPage = Static<typeof EarningRulesPage>;
 
-export const MAX_LIMIT = 250;
-export const DEFAULT_LIMIT = 50;
-
-export const EarningRulesQuery = Type.Object({
-  limit: Type.Optional(
-    Type.Integer({
-      minimum: 1,
-      maximum: MAX_LIMIT,
-      default: DEFAULT_LIMIT,
-      description: 'Most rules to return, 1 to 250 (default 50)',
-    }),
-  ),
-  cursor: Type.Optional(
-    Type.String({
-      minLength: 1,
-      maxLength: 2048,
-      description:
-        '`next_cursor` or `previous_cursor` of an earlier response; omit for the first page. ' +
-        'An empty value is refused (`""` in metadata means there is no such page).',
-    }),
-  ),
-});
+export const EarningRulesQuery = Type.Object(pageParams('rules'));
 export type EarningRulesQuery = Static<typeof EarningRulesQuery>;
 
 /**
@@ -234,6 +228,13 @@ export const EarningRuleInput = Type.Object(
       byType<EarningLimit>([input.RollingEarningLimit, input.LifetimeEarningLimit], { nullable: true }),
     ),
     enabled: Type.Optional(Type.Boolean({ description: 'Listed by GET /v1/earning_rules (default true)' })),
+    activity_token: Type.Optional(
+      Type.Union([Type.String({ minLength: 1, maxLength: 255 }), Type.Null()], {
+        description:
+          'The token of the account activity type whose activities the rule evaluates; null or absent: the ' +
+          'rule is shown but never credits anything',
+      }),
+    ),
   },
   { additionalProperties: false },
 );

@@ -73,7 +73,8 @@ export async function registerOpenApi(app: FastifyInstance, config: Config): Pro
         title: 'Loyalty API',
         version: '1.0.0',
         description:
-          'Referral settings, customer identities and earning rules of a merchant loyalty program. ' +
+          'Referral settings, customer identities, earning rules, customers, activities, the points ledger, VIP ' +
+          'tiers and points settings of a merchant loyalty program. ' +
           'Every /v1 request carries `Authorization: Bearer <API key or OAuth access token>`. ' +
           `Scopes: ${ALL_SCOPES.map((s) => `\`${s}\` (${SCOPE_DESCRIPTIONS[s]})`).join('; ')}. ` +
           'A `:write` scope includes the `:read` scope of the same resource. ' +
@@ -110,6 +111,11 @@ export async function registerOpenApi(app: FastifyInstance, config: Config): Pro
         { name: 'Referral settings', description: 'The referral program of the account' },
         { name: 'Customer identities', description: 'Records of an external system, linked to customers' },
         { name: 'Earning rules', description: 'How customers earn points' },
+        { name: 'Customers', description: 'Customers, their points balances and VIP status' },
+        { name: 'Activities', description: 'What customers do, evaluated against the earning rules' },
+        { name: 'Points transactions', description: 'The points ledger: every change to a balance' },
+        { name: 'VIP tiers', description: 'The tiers of the all-time VIP program' },
+        { name: 'Points settings', description: 'What the account calls its points' },
         { name: 'OAuth', description: 'The authorization server apps use (RFC 6749)' },
         { name: 'Service', description: 'Health, readiness and this document' },
       ],

@@ -81,7 +81,13 @@ function withStatementCache(database: SqliteDatabase.Database): SqliteDialectDat
   const statements = new Map<string, SqliteDatabase.Statement>();
   return {
     close: () => database.close(),
-    prepare: (sql: string) => {
+    prepare: (text: string) => {
+      // Kysely opens every transaction with a deferred BEGIN, which takes the write lock only at
+      // the first write: a transaction that reads first (a balance, an earning limit) and then
+      // writes fails at once with SQLITE_BUSY when another process wrote meanwhile, without
+      // waiting out busy_timeout. BEGIN IMMEDIATE takes the write lock first, waiting for it, so
+      // what the transaction read stays true until it commits. Every transaction here writes.
+      const sql = text === 'begin' ? 'begin immediate' : text;
       let statement = statements.get(sql);
       if (statement === undefined) {
         statement = database.prepare(sql);

@@ -20,6 +20,12 @@ export interface Database {
   oauth_grants: OAuthGrantsTable;
   oauth_codes: OAuthCodesTable;
   oauth_refresh_tokens: OAuthRefreshTokensTable;
+  vip_tiers: VipTiersTable;
+  activity_types: ActivityTypesTable;
+  activities: ActivitiesTable;
+  points_transactions: PointsTransactionsTable;
+  points_settings: PointsSettingsTable;
+  idempotency_keys: IdempotencyKeysTable;
 }
 
 export interface AccountsTable {
@@ -79,7 +85,18 @@ export interface CustomersTable {
   last_name: string | null;
   created_at: number;
   updated_at: number;
+  state: Generated<CustomerState>;
+  /** The sum of the customer's points transactions, kept by a trigger (never written by the app). */
+  points_balance: Generated<number>;
+  /** The sum of the positive points transactions: VIP progress, kept by the same trigger. */
+  points_earned: Generated<number>;
+  vip_tier_id: number | null;
+  /** `YYYY-MM-DD`, null until something sets it. */
+  date_of_birth: string | null;
+  referral_url: string | null;
 }
+
+export type CustomerState = 'candidate' | 'member' | 'disabled';
 
 export interface CustomerIdentitiesTable {
   id: Generated<number>;
@@ -129,6 +146,8 @@ export interface EarningRulesTable {
   earning_limit_unit_count: number | null;
   created_at: number;
   updated_at: number;
+  /** The activity type whose activities the rule evaluates; null: it never credits. */
+  activity_type_id: number | null;
 }
 
 export interface ServerSecretsTable {
@@ -203,6 +222,77 @@ export interface OAuthRefreshTokensTable {
   revoked_at: number | null;
 }
 
+export interface VipTiersTable {
+  id: Generated<number>;
+  account_id: number;
+  name: string;
+  /** `""` when the tier has no image. */
+  image_url: string;
+  /** Points earned (all time) from which a customer is in the tier. */
+  milestone: number;
+  /** JSON array of `{"name"}`. */
+  perks: string;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface ActivityTypesTable {
+  id: Generated<number>;
+  account_id: number;
+  name: string;
+  /** `activity_` and random base62; what integrators send. Not a secret. */
+  token: string;
+  created_at: number;
+}
+
+export interface ActivitiesTable {
+  id: Generated<number>;
+  account_id: number;
+  customer_id: number;
+  activity_type_id: number;
+  distinct_id: string | null;
+  /** JSON object. */
+  properties: string;
+  created_on_origin_at: number | null;
+  /** The activity's time `t`: created_on_origin_at, or when it was received. */
+  occurred_at: number;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface PointsTransactionsTable {
+  id: Generated<number>;
+  account_id: number;
+  customer_id: number;
+  points_change: number;
+  description: string;
+  internal_note: string | null;
+  activity_id: number | null;
+  earning_rule_id: number | null;
+  /** The time earning limits measure: the activity's time for a credit, else created_at. */
+  occurred_at: number;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface PointsSettingsTable {
+  account_id: number;
+  label_one: string;
+  label_other: string;
+  updated_at: number;
+}
+
+export interface IdempotencyKeysTable {
+  account_id: number;
+  key: string;
+  /** SHA-256 (hex) of the route and the canonical body. */
+  request_hash: string;
+  /** The first answer, once its transaction committed. */
+  status: number | null;
+  body: string | null;
+  created_at: number;
+}
+
 export type AccountRow = Selectable<AccountsTable>;
 export type ApiKeyRow = Selectable<ApiKeysTable>;
 export type AppRow = Selectable<AppsTable>;
@@ -219,3 +309,8 @@ export type OAuthSessionRow = Selectable<OAuthSessionsTable>;
 export type OAuthGrantRow = Selectable<OAuthGrantsTable>;
 export type OAuthCodeRow = Selectable<OAuthCodesTable>;
 export type OAuthRefreshTokenRow = Selectable<OAuthRefreshTokensTable>;
+export type VipTierRow = Selectable<VipTiersTable>;
+export type ActivityTypeRow = Selectable<ActivityTypesTable>;
+export type ActivityRow = Selectable<ActivitiesTable>;
+export type PointsTransactionRow = Selectable<PointsTransactionsTable>;
+export type NewPointsTransaction = Insertable<PointsTransactionsTable>;

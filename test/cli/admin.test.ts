@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { ALL_SCOPES } from '../../src/auth/scopes.js';
 import { type CliResult, loyalty, loyaltyInProcess } from '../helpers/cli.js';
 import { referralSettingsFixture } from '../helpers/fixtures.js';
 import { type ServerProcess, startServer } from '../helpers/server-process.js';
@@ -47,7 +48,10 @@ describe('the loyalty CLI', () => {
       scopes: ['referral_settings:read', 'earning_rule:read'],
     });
     const allScopes = await ok(['api-keys', 'create', '--account', String(account.id)]);
-    expect(allScopes.scopes).toEqual(['referral_settings:read', 'earning_rule:read', 'customer_identity:write']);
+    expect(allScopes.scopes).toEqual([...ALL_SCOPES]);
+    expect(allScopes.scopes).toEqual(
+      expect.arrayContaining(['customer:read', 'activity:write', 'points_transaction:write']),
+    );
 
     const app = await ok([
       'apps',
@@ -228,6 +232,7 @@ describe('loyalty demo', () => {
       api_key: expect.stringMatching(/^api_/),
       access_token: expect.stringMatching(/^oa2_/),
       base_url: `http://127.0.0.1:${port}/v1`,
+      activity_token: expect.stringMatching(/^activity_[0-9A-Za-z]{14,}$/),
     });
 
     const text = await loyalty(['demo'], env);

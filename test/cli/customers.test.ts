@@ -5,31 +5,14 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { systemClock } from '../../src/clock.js';
 import { createServices } from '../../src/services.js';
 import { openDb } from '../../src/storage/db.js';
-import { loyalty, loyaltyInProcess } from '../helpers/cli.js';
+import { cliChecks, loyalty, loyaltyInProcess } from '../helpers/cli.js';
 
 describe('loyalty customers / customer-identities', () => {
   let dir: string;
   let env: Record<string, string>;
   let account: string;
 
-  /**
-   * Runs the command with --json and expects success: in this process unless `cli` says otherwise
-   * (one test runs the real `loyalty` process).
-   */
-  const ok = async (args: string[], cli: typeof loyalty = loyaltyInProcess) => {
-    const result = await cli([...args, '--json'], env);
-    expect(result.stderr).toBe('');
-    expect(result.code).toBe(0);
-    return result.json();
-  };
-
-  /** Runs the command with --json and expects a failure with one JSON error on stderr. */
-  const fails = async (args: string[], cli: typeof loyalty = loyaltyInProcess) => {
-    const result = await cli([...args, '--json'], env);
-    expect(result.code).toBe(1);
-    expect(result.stdout).toBe('');
-    return JSON.parse(result.stderr).error;
-  };
+  const { ok, fails } = cliChecks(() => env);
 
   beforeEach(async () => {
     dir = mkdtempSync(join(tmpdir(), 'loyalty-cli-customers-'));

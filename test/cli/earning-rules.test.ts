@@ -70,6 +70,7 @@ describe('loyalty earning-rules', () => {
       reward_value: { type: 'fixed', fixed: { value: 100 } },
       earning_limit: { max: 1, type: 'lifetime' },
       enabled: true,
+      activity_token: null,
     });
     const text = await loyaltyInProcess(
       ['earning-rules', 'create', '--account', account, '--file', file('one.json', rule('B'))],

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { jsonDepth, mergeProperties } from '../../src/customer-identities/service.js';
+import { mergeProperties } from '../../src/customer-identities/service.js';
 import { normalizeEmail, trimEmail } from '../../src/email.js';
+import { jsonDepth } from '../../src/properties.js';
 
 describe('customer identity helpers', () => {
   it('jsonDepth: scalars are 0, each object or array level adds 1, and it stops past the limit', () => {

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { type Cursor, CursorCodec } from '../../src/earning-rules/cursor.js';
 import { DomainError } from '../../src/errors.js';
+import { type Cursor, CursorCodec } from '../../src/pagination/cursor.js';
 
 const codec = new CursorCodec(randomBytes(32));
 

@@ -1,7 +1,7 @@
 import { CompiledQuery, sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Direction } from '../../src/earning-rules/cursor.js';
 import { pageQuery } from '../../src/earning-rules/repository.js';
+import type { Direction } from '../../src/pagination/cursor.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 
 // The page query must stay a range read of the `earning_rules_page` index (account_id, enabled,

@@ -42,6 +42,7 @@ describe('EarningRulesService.create', () => {
       reward_value: { type: 'variable', variable: { value: 5, per_amount: 1 } },
       earning_limit: { max: 3, type: 'rolling', rolling: { unit: 'week', unit_count: 2 } },
       enabled: true,
+      activity_token: null,
     });
   });
 
@@ -235,7 +236,7 @@ describe('EarningRulesService.create', () => {
       earning_limit: { max: 2 ** 31 - 1, type: 'rolling', rolling: { unit: 'year', unit_count: 2 ** 31 - 1 } },
     };
     const rule = (await t.services.earningRules.create(accountId, edge)) as StoredEarningRule;
-    const { id: _id, enabled: _enabled, ...stored } = rule;
+    const { id: _id, enabled: _enabled, activity_token: _token, ...stored } = rule;
     expect(stored).toEqual(edge);
   });
 });

@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process';
 import { Command, CommanderError } from 'commander';
+import { expect } from 'vitest';
 import { ROOT } from './server-process.js';
 
 export interface CliResult {
@@ -108,4 +109,26 @@ async function runInProcess(args: string[], env: Record<string, string>): Promis
   }
   const stdout = out.join('');
   return { code, stdout, stderr: err.join(''), json: () => JSON.parse(stdout) };
+}
+
+/**
+ * The two checks of a CLI test, on the environment `env()` gives at call time: `ok` runs the
+ * command with --json and expects success (its one JSON value), `fails` expects exit 1 with one
+ * JSON error on stderr (the error object). In this process unless `cli` says otherwise.
+ */
+export function cliChecks(env: () => Record<string, string>) {
+  return {
+    ok: async (args: string[], cli: typeof loyalty = loyaltyInProcess) => {
+      const result = await cli([...args, '--json'], env());
+      expect(result.stderr).toBe('');
+      expect(result.code).toBe(0);
+      return result.json();
+    },
+    fails: async (args: string[], cli: typeof loyalty = loyaltyInProcess) => {
+      const result = await cli([...args, '--json'], env());
+      expect(result.code).toBe(1);
+      expect(result.stdout).toBe('');
+      return JSON.parse(result.stderr).error;
+    },
+  };
 }

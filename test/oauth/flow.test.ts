@@ -1,4 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { ALL_SCOPES } from '../../src/auth/scopes.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import {
   authorize,
@@ -136,13 +137,13 @@ describe('the authorization code flow: confidential app', () => {
 
   it('a refresh may narrow the scope; the new refresh token keeps the original scope', async () => {
     const tokens = await tokensFor(f);
-    expect(tokens.scope).toBe('referral_settings:read earning_rule:read customer_identity:write');
+    expect(tokens.scope).toBe(ALL_SCOPES.join(' '));
     const narrowed = await refresh(f, tokens.refresh_token, { scope: 'earning_rule:read' });
     expect(narrowed.statusCode, narrowed.body).toBe(200);
     expect(narrowed.json<TokenBody>().scope).toBe('earning_rule:read');
     expect((await createOrUpdate(t, narrowed.json<TokenBody>().access_token)).statusCode).toBe(403);
     const widened = await refresh(f, narrowed.json<TokenBody>().refresh_token);
-    expect(widened.json<TokenBody>().scope).toBe('referral_settings:read earning_rule:read customer_identity:write');
+    expect(widened.json<TokenBody>().scope).toBe(ALL_SCOPES.join(' '));
   });
 
   it('reusing a rotated refresh token is refused and revokes the whole chain', async () => {

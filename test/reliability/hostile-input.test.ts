@@ -33,6 +33,13 @@ const ROUTES = [
   '/v1/referral_settings',
   CREATE_OR_UPDATE,
   '/v1/earning_rules',
+  '/v1/activities',
+  '/v1/points_transactions',
+  '/v1/points_transactions/1',
+  '/v1/customers',
+  '/v1/customers/1',
+  '/v1/vip_tiers',
+  '/v1/points_settings',
   '/healthz',
   '/readyz',
   '/metrics',
@@ -45,6 +52,10 @@ interface Fixture {
   weakKey: string;
   revokedKey: string;
   rulesOf: Map<number, Set<number>>;
+  /** Account A's activity type, bound to a fixed and a variable rule. */
+  activityToken: string;
+  /** Account A's customers. */
+  customerIds: number[];
 }
 
 interface HostileRequest {
@@ -130,6 +141,54 @@ function identityBody(): fc.Arbitrary<unknown> {
     },
     { weight: 1, arbitrary: fieldValue.map((customer_identity) => ({ customer_identity })) },
   );
+}
+
+/** A POST /v1/activities body for account A: valid, or with parts broken. */
+function activityBody(fixture: Fixture): fc.Arbitrary<unknown> {
+  const amount = fc.oneof(
+    fc.double({ min: 0, max: 1e6, noNaN: true }),
+    fc.constantFrom('25.50', '0.29', '-1', '1e3', '1.00001', '', 'x', 10_000_000_001, null, {}, []),
+  );
+  const valid = fc.record(
+    {
+      token: fc.constantFrom(fixture.activityToken, 'activity_unknown'),
+      customer_id: fc.constantFrom(...fixture.customerIds, 999_999),
+      distinct_id: fc.string({ minLength: 1, maxLength: 12 }),
+      properties: fc.record({ amount }, { requiredKeys: [] }),
+      created_on_origin_at: fc.constantFrom(
+        '2025-01-31T12:00:00Z',
+        '2025-02-29T00:00:00Z',
+        '2999-01-01T00:00:00Z',
+        'x',
+      ),
+    },
+    { requiredKeys: ['token'] },
+  );
+  const breakage = fc.oneof(
+    fc.record({ customer_email: fc.oneof(fc.emailAddress(), fieldValue) }),
+    fc.record({ token: fieldValue }),
+    fc.record({ distinct_id: fieldValue }),
+    fc.record({ properties: fieldValue }),
+    fc.record({ unknown: fieldValue }),
+  );
+  return fc
+    .tuple(valid, fc.array(breakage, { maxLength: 2 }))
+    .map(([base, broken]) => ({ activity: Object.assign({}, base, ...broken) }));
+}
+
+/** A POST /v1/points_transactions body for account A: valid, or with parts broken. */
+function pointsTransactionBody(fixture: Fixture): fc.Arbitrary<unknown> {
+  return fc
+    .record(
+      {
+        customer_id: fc.oneof(fc.constantFrom(...fixture.customerIds, 999_999), fieldValue),
+        points_change: fc.oneof(fc.integer({ min: -50, max: 50 }), fc.constantFrom(0, 1.5, 2e9, '5'), fieldValue),
+        description: fc.oneof(fc.string({ maxLength: 20 }), fieldValue),
+        internal_note: fc.oneof(fc.string({ maxLength: 20 }), fieldValue),
+      },
+      { requiredKeys: [] },
+    )
+    .map((points_transaction) => ({ points_transaction }));
 }
 
 /** Raw bodies that are not JSON, or JSON meant to hurt. */
@@ -297,14 +356,38 @@ function hostileRequests(fixture: Fixture, cursors: string[]): fc.Arbitrary<Host
   );
   // Half the cases aim at a route with its own method (so they reach validation and the
   // database); the rest combine any method with any path.
+  const json = (arbitrary: fc.Arbitrary<unknown>) => arbitrary.map((v) => Buffer.from(JSON.stringify(v) ?? 'null'));
   const aimed = fc.oneof(
-    fc.record({ method: fc.constant('GET'), path: fc.constantFrom('/v1/referral_settings', '/v1/earning_rules') }),
-    fc.record({ method: fc.constant('POST'), path: fc.constant(CREATE_OR_UPDATE) }),
+    fc.record({
+      method: fc.constant('GET'),
+      path: fc.constantFrom(
+        '/v1/referral_settings',
+        '/v1/earning_rules',
+        '/v1/customers',
+        '/v1/customers/1',
+        '/v1/points_transactions',
+        '/v1/points_transactions/1',
+        '/v1/vip_tiers',
+        '/v1/points_settings',
+      ),
+      body: fc.constant(null),
+    }),
+    fc.record({ method: fc.constant('POST'), path: fc.constant(CREATE_OR_UPDATE), body }),
+    fc.record({
+      method: fc.constant('POST'),
+      path: fc.constant('/v1/activities'),
+      body: fc.oneof({ weight: 4, arbitrary: json(activityBody(fixture)) }, { weight: 1, arbitrary: body }),
+    }),
+    fc.record({
+      method: fc.constant('POST'),
+      path: fc.constant('/v1/points_transactions'),
+      body: fc.oneof({ weight: 4, arbitrary: json(pointsTransactionBody(fixture)) }, { weight: 1, arbitrary: body }),
+    }),
   );
-  const target = fc.oneof(aimed, fc.record({ method, path }));
+  const target = fc.oneof(aimed, fc.record({ method, path, body }));
   return fc
-    .record({ target, query, authorization, contentType, extraHeaders, body })
-    .map(({ target: { method, path }, query, authorization, contentType, extraHeaders, body }) => {
+    .record({ target, query, authorization, contentType, extraHeaders })
+    .map(({ target: { method, path, body }, query, authorization, contentType, extraHeaders }) => {
       const headers: Record<string, string> = {};
       for (const [name, value] of Object.entries(extraHeaders)) if (!framing.has(name)) headers[name] = value;
       // Node itself answers any other expectation with 417 (see the malformed-HTTP cases).
@@ -340,9 +423,14 @@ function percentEncode(text: string | { raw: string }): string {
     .join('');
 }
 
-function answersIdentity(reply: Reply): boolean {
+function answersWrite(reply: Reply): boolean {
   try {
-    return typeof JSON.parse(reply.body).customer_identity?.distinct_id === 'string';
+    const body = JSON.parse(reply.body);
+    return (
+      typeof body.customer_identity?.distinct_id === 'string' ||
+      typeof body.activity?.token === 'string' ||
+      typeof body.points_transaction?.points_change === 'number'
+    );
   } catch {
     return false;
   }
@@ -392,7 +480,19 @@ describe(`hostile input against a real server process (${testEngine})`, () => {
       const weak = await services.credentials.createApiKey(a.accountId, ['earning_rule:read']);
       const revoked = await services.credentials.createApiKey(a.accountId);
       await services.credentials.revokeApiKey(revoked.id);
-      return { a, b, weakKey: weak.key, revokedKey: revoked.key, rulesOf };
+      const type = await services.activityTypes.create(a.accountId, { name: 'Order' });
+      const bound = await services.earningRules.create(a.accountId, [
+        { ...rule, name: 'Order', activity_token: type.token, earning_limit: { max: 3, type: 'lifetime' } },
+        {
+          ...rule,
+          name: 'Spend',
+          activity_token: type.token,
+          reward_value: { type: 'variable', variable: { value: 1, per_amount: 0.01 } },
+        },
+      ]);
+      for (const created of bound as { id: number }[]) rulesOf.get(a.accountId)?.add(created.id);
+      const customerIds = (await services.customers.list(a.accountId)).map((c) => c.id);
+      return { a, b, weakKey: weak.key, revokedKey: revoked.key, rulesOf, activityToken: type.token, customerIds };
     });
     server = await servers.start({
       DATABASE_URL: database.url,
@@ -454,10 +554,11 @@ describe(`hostile input against a real server process (${testEngine})`, () => {
       const after = await checksum(store);
       const changed = changedTables(before, after);
       before = after; // also when failing, so shrinking compares each replay with its own before
-      // Only a create_or_update that answered with the identity may write (whatever spelling of
-      // the path reached it, such as /v1/customer%5Fidentities/…).
+      // Only a write that answered with what it wrote may change anything (whatever spelling of
+      // the path reached it, such as /v1/customer%5Fidentities/…): an identity, an activity, a
+      // points transaction. A refused one (a 422 insufficient_points included) writes nothing.
       const mayWrite =
-        request.method === 'POST' && (reply.status === 200 || reply.status === 201) && answersIdentity(reply);
+        request.method === 'POST' && (reply.status === 200 || reply.status === 201) && answersWrite(reply);
       if (changed.length > 0) {
         if (!mayWrite) throw new Error(`${changed.join(', ')} changed by a request that did not write: ${where}`);
         changes++;

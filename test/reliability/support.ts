@@ -191,6 +191,12 @@ export const DATA_TABLES = [
   'customer_identities',
   'referral_settings',
   'earning_rules',
+  'activity_types',
+  'activities',
+  'points_transactions',
+  'vip_tiers',
+  'points_settings',
+  'idempotency_keys',
 ] as const;
 
 /** A checksum of every row of `tables`, independent of row order; names the tables that differ. */

@@ -1,7 +1,8 @@
 import type { Command } from 'commander';
 import type { CustomerIdentity } from '../../customer-identities/schemas.js';
-import type { Customer } from '../../customers/schemas.js';
+import type { CustomerSummary } from '../../customers/schemas.js';
 import { lines, parseId, run } from '../context.js';
+import { registerCustomerStateCommands } from './engine.js';
 
 interface CreateOptions {
   account: string;
@@ -36,6 +37,7 @@ export function registerCustomerCommands(program: Command): void {
         (c) => lines({ id: c.id, email: c.email, first_name: c.first_name ?? '', last_name: c.last_name ?? '' }),
       ),
     );
+  registerCustomerStateCommands(customers);
   customers
     .command('list')
     .description("list an account's customers, oldest first")
@@ -64,7 +66,7 @@ export function registerCustomerCommands(program: Command): void {
     );
 }
 
-function customerLine(c: Customer): string {
+function customerLine(c: CustomerSummary): string {
   return [c.id, c.email, fullName(c)].join('\t');
 }
 

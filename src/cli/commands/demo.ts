@@ -9,7 +9,24 @@ export interface DemoResult {
   api_key: string;
   access_token: string;
   base_url: string;
+  /** The token of the demo's "Place an order" activity type. */
+  activity_token: string;
 }
+
+/** The demo's order activity: 125.50 spent earns 125 points under "Place an order" (1 point per 1). */
+export const demoActivity = (token: string) => ({
+  activity: {
+    token,
+    customer_email: 'jane@example.com',
+    distinct_id: 'order-1001',
+    properties: { amount: '125.50' },
+  },
+});
+
+const VIP_TIERS = [
+  { name: 'Silver', milestone: 100, perks: [{ name: 'Free shipping' }] },
+  { name: 'Gold', milestone: 500, perks: [{ name: 'Free shipping' }, { name: 'Early access to sales' }] },
+];
 
 const REFERRAL_SETTINGS = {
   status: 'active',
@@ -73,14 +90,30 @@ export function baseUrl(config: Config): string {
 export function registerDemoCommand(program: Command): void {
   program
     .command('demo')
-    .description('create a demo account with referral settings, earning rules, an API key and an app token')
+    .description(
+      'create a demo account with referral settings, earning rules bound to an order activity type, VIP tiers, ' +
+        'an API key and an app token',
+    )
     .action((_opts, cmd: Command) =>
       run(
         cmd,
         async ({ services, config }): Promise<DemoResult> => {
           const account = await services.accounts.create('Demo shop');
           await services.referralSettings.set(account.id, REFERRAL_SETTINGS);
-          await services.earningRules.create(account.id, EARNING_RULES);
+          const order = await services.activityTypes.create(account.id, { name: 'Place an order' });
+          const review = await services.activityTypes.create(account.id, { name: 'Write a product review' });
+          const tokens: Record<string, string> = {
+            'Place an order': order.token,
+            'Write a product review': review.token,
+          };
+          await services.earningRules.create(
+            account.id,
+            EARNING_RULES.map((rule) => ({
+              ...rule,
+              ...(tokens[rule.name] ? { activity_token: tokens[rule.name] } : {}),
+            })),
+          );
+          for (const tier of VIP_TIERS) await services.vipTiers.create(account.id, tier);
           const key = await services.credentials.createApiKey(account.id, ALL_SCOPES);
           const app = await services.apps.create({
             name: 'Demo app',
@@ -96,6 +129,7 @@ export function registerDemoCommand(program: Command): void {
             api_key: key.key,
             access_token: token.access_token,
             base_url: `${baseUrl(config)}/v1`,
+            activity_token: order.token,
           };
         },
         demoText,
@@ -118,5 +152,15 @@ function demoText(demo: DemoResult): string {
     `curl -s '${demo.base_url}/earning_rules?limit=2' -H 'Authorization: Bearer ${demo.api_key}'`,
     '',
     `curl -s -X POST ${demo.base_url}/customer_identities/create_or_update -H 'Authorization: Bearer ${demo.access_token}' -H 'Content-Type: application/json' -d '${identity}'`,
+    '',
+    'Record an order of 125.50 by jane@example.com (125 points; a second send answers 200 and credits nothing):',
+    '',
+    `curl -s -X POST ${demo.base_url}/activities -H 'Authorization: Bearer ${demo.api_key}' -H 'Content-Type: application/json' -d '${JSON.stringify(demoActivity(demo.activity_token))}'`,
+    '',
+    'Then her balance and VIP tier, and her ledger:',
+    '',
+    `curl -s '${demo.base_url}/customers?email=jane@example.com' -H 'Authorization: Bearer ${demo.api_key}'`,
+    '',
+    `curl -s '${demo.base_url}/points_transactions?limit=5' -H 'Authorization: Bearer ${demo.api_key}'`,
   ].join('\n');
 }

@@ -6,6 +6,7 @@ import * as changeNotifications from './2026-11-22T0400-change-notifications.js'
 import * as identitiesFillfactor from './2026-11-22T0500-identities-fillfactor.js';
 import * as accessTokenGrant from './2026-11-22T0600-access-token-grant.js';
 import * as accessTokenGrantBackfill from './2026-11-23T0100-access-token-grant-backfill.js';
+import * as pointsEngine from './2026-11-24T0000-points-engine.js';
 
 /** Every migration, by name; names sort in the order they run. */
 export const migrations: Record<string, Migration> = {
@@ -16,4 +17,5 @@ export const migrations: Record<string, Migration> = {
   '2026-11-22T0500-identities-fillfactor': identitiesFillfactor,
   '2026-11-22T0600-access-token-grant': accessTokenGrant,
   '2026-11-23T0100-access-token-grant-backfill': accessTokenGrantBackfill,
+  '2026-11-24T0000-points-engine': pointsEngine,
 };

@@ -1,0 +1,32 @@
+import type { Kysely } from 'kysely';
+import type { AccountsService } from '../accounts/service.js';
+import { randomBase62 } from '../auth/secrets.js';
+import type { Clock } from '../clock.js';
+import type { Database } from '../storage/schema.js';
+import { validate } from '../validate.js';
+import { insertActivityType, listActivityTypes } from './repository.js';
+import { ACTIVITY_TOKEN_PREFIX, ACTIVITY_TOKEN_RANDOM_CHARS, type ActivityType, ActivityTypeInput } from './schemas.js';
+
+/** An account's activity types, each with the token integrators send. */
+export class ActivityTypesService {
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly clock: Clock,
+    private readonly accounts: AccountsService,
+  ) {}
+
+  async create(accountId: number, input: unknown): Promise<ActivityType> {
+    const { name } = validate(ActivityTypeInput, input, 'activity_type');
+    await this.accounts.require(accountId);
+    // 20 base62 characters (119 bits): a collision within an account, which the unique
+    // constraint would refuse, does not happen.
+    const token = ACTIVITY_TOKEN_PREFIX + randomBase62(ACTIVITY_TOKEN_RANDOM_CHARS);
+    return insertActivityType(this.db, accountId, name, token, this.clock.now());
+  }
+
+  /** The account's activity types, oldest first. */
+  async list(accountId: number): Promise<ActivityType[]> {
+    await this.accounts.require(accountId);
+    return listActivityTypes(this.db, accountId);
+  }
+}

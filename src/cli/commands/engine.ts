@@ -1,0 +1,178 @@
+import type { Command } from 'commander';
+import type { ActivityType } from '../../activity-types/schemas.js';
+import type { Customer } from '../../customers/schemas.js';
+import type { VipTier } from '../../vip-tiers/schemas.js';
+import { lines, parseId, run } from '../context.js';
+
+// The points engine's commands: activity types, customer states, VIP tiers and points settings.
+
+const collect = (value: string, previous: string[] = []) => [...previous, value];
+
+/** A number option as a number when it reads as one; otherwise as given, for the schema to refuse by name. */
+function numeric(value: string | undefined): number | string | undefined {
+  return value !== undefined && /^-?\d{1,20}(\.\d+)?$/.test(value) ? Number(value) : value;
+}
+
+/** `activity-types create | list`. */
+export function registerActivityTypeCommands(program: Command): void {
+  const types = program
+    .command('activity-types')
+    .description("an account's activity types: what customers do, each with the token integrators send");
+  types
+    .command('create')
+    .description('create an activity type; bind earning rules to its token with "activity_token" in their file')
+    .requiredOption('--account <id>', 'the account')
+    .requiredOption('--name <name>', 'what the customer does, such as "Place an order" (1 to 255 characters)')
+    .action((opts: { account: string; name: string }, cmd: Command) =>
+      run(
+        cmd,
+        ({ services }) => services.activityTypes.create(parseId(opts.account, 'account'), { name: opts.name }),
+        (type) => lines({ id: type.id, name: type.name, token: type.token }),
+      ),
+    );
+  types
+    .command('list')
+    .description("list an account's activity types, oldest first")
+    .requiredOption('--account <id>', 'the account')
+    .action((opts: { account: string }, cmd: Command) =>
+      run(
+        cmd,
+        ({ services }) => services.activityTypes.list(parseId(opts.account, 'account')),
+        (all: ActivityType[]) => all.map((t) => `${t.id}\t${t.token}\t${t.name}`).join('\n') || '(no activity types)',
+      ),
+    );
+}
+
+/** `customers set-state | show`, added to the `customers` group. */
+export function registerCustomerStateCommands(customers: Command): void {
+  customers
+    .command('set-state')
+    .description("set a customer's state: only members earn and spend points (candidate, member, disabled)")
+    .argument('<id>', 'the customer id')
+    .requiredOption('--state <state>', 'candidate, member or disabled')
+    .action((id: string, opts: { state: string }, cmd: Command) =>
+      run(
+        cmd,
+        ({ services }) => services.customers.setState(parseId(id), opts.state),
+        (c: Customer) => `customer ${c.id} is now ${c.state}`,
+      ),
+    );
+  customers
+    .command('show')
+    .description('print a customer as the API shows it: points balance, state and VIP status')
+    .argument('<id>', 'the customer id')
+    .action((id: string, _opts, cmd: Command) =>
+      run(
+        cmd,
+        ({ services }) => services.customers.show(parseId(id)),
+        (c: Customer) => JSON.stringify(c, null, 2),
+      ),
+    );
+}
+
+interface TierOptions {
+  account: string;
+  name?: string;
+  milestone?: string;
+  imageUrl?: string;
+  perk?: string[];
+}
+
+/** `vip-tiers create | list | update | delete`. */
+export function registerVipTierCommands(program: Command): void {
+  const tiers = program
+    .command('vip-tiers')
+    .description("an account's VIP tiers (all-time: by points earned); changes re-place every customer at once");
+  const fields = (opts: Omit<TierOptions, 'account'>) => ({
+    ...(opts.name === undefined ? {} : { name: opts.name }),
+    ...(opts.milestone === undefined ? {} : { milestone: numeric(opts.milestone) }),
+    ...(opts.imageUrl === undefined ? {} : { image_url: opts.imageUrl }),
+    ...(opts.perk === undefined ? {} : { perks: opts.perk.map((name) => ({ name })) }),
+  });
+  tiers
+    .command('create')
+    .description('create a tier: customers whose points earned reach its milestone move into it')
+    .requiredOption('--account <id>', 'the account')
+    .requiredOption('--name <name>', 'display name (1 to 255 characters)')
+    .requiredOption('--milestone <points>', 'points earned (all time) from which a customer is in the tier')
+    .option('--image-url <url>', 'image of the tier (http or https)')
+    .option('--perk <text>', 'a benefit of the tier (repeat for several)', collect)
+    .action((opts: TierOptions, cmd: Command) =>
+      run(
+        cmd,
+        ({ services }) => services.vipTiers.create(parseId(opts.account, 'account'), fields(opts)),
+        (tier: VipTier) => `created VIP tier ${tier.id}: ${tier.name} from ${tier.milestone} points`,
+      ),
+    );
+  tiers
+    .command('list')
+    .description("list an account's tiers, ascending milestone")
+    .requiredOption('--account <id>', 'the account')
+    .action((opts: { account: string }, cmd: Command) =>
+      run(
+        cmd,
+        ({ services }) => services.vipTiers.list(parseId(opts.account, 'account')),
+        (all: VipTier[]) =>
+          all.map((t) => `${t.id}\t${t.milestone}\t${t.name}\t${t.perks.map((p) => p.name).join('; ')}`).join('\n') ||
+          '(no VIP tiers)',
+      ),
+    );
+  tiers
+    .command('update')
+    .description('change a tier (the fields given); customers are placed again')
+    .argument('<id>', 'the tier id')
+    .option('--name <name>', 'display name')
+    .option('--milestone <points>', 'points earned from which a customer is in the tier')
+    .option('--image-url <url>', 'image of the tier ("" for none)')
+    .option('--perk <text>', 'a benefit (repeat for several; replaces the perks)', collect)
+    .action((id: string, opts: Omit<TierOptions, 'account'>, cmd: Command) =>
+      run(
+        cmd,
+        ({ services }) => services.vipTiers.update(parseId(id), fields(opts)),
+        (tier: VipTier) => `VIP tier ${tier.id} updated: ${tier.name} from ${tier.milestone} points`,
+      ),
+    );
+  tiers
+    .command('delete')
+    .description('delete a tier; its customers move to the tier their points earned give them')
+    .argument('<id>', 'the tier id')
+    .action((id: string, _opts, cmd: Command) =>
+      run(
+        cmd,
+        ({ services }) => services.vipTiers.delete(parseId(id)),
+        () => `VIP tier ${id} deleted`,
+      ),
+    );
+}
+
+/** `points-settings set | show`. */
+export function registerPointsSettingsCommands(program: Command): void {
+  const settings = program.command('points-settings').description('what an account calls its points');
+  settings
+    .command('set')
+    .description('name the points (shown in GET /v1/points_settings and in points products)')
+    .requiredOption('--account <id>', 'the account')
+    .requiredOption('--one <label>', 'the singular, such as Coin (1 to 64 characters)')
+    .requiredOption('--other <label>', 'zero or many, such as Coins (1 to 64 characters)')
+    .action((opts: { account: string; one: string; other: string }, cmd: Command) =>
+      run(
+        cmd,
+        ({ services }) =>
+          services.pointsSettings.set(parseId(opts.account, 'account'), {
+            points_label: { one: opts.one, other: opts.other },
+          }),
+        (s) => `points are called "${s.points_label.one}" / "${s.points_label.other}"`,
+      ),
+    );
+  settings
+    .command('show')
+    .description('print the points settings')
+    .requiredOption('--account <id>', 'the account')
+    .action((opts: { account: string }, cmd: Command) =>
+      run(
+        cmd,
+        ({ services }) => services.pointsSettings.get(parseId(opts.account, 'account')),
+        (s) => JSON.stringify(s, null, 2),
+      ),
+    );
+}

@@ -1,0 +1,26 @@
+import { Type } from 'typebox';
+
+// Field shapes several resources share, each with its bounds.
+
+// PostgreSQL refuses U+0000 in text values; refusing it here keeps both engines alike (a 400,
+// never a 500).
+export const NO_NUL = '^[^\\u0000]*$';
+
+/** A name or label: 1 to `maxLength` characters, no NUL. */
+export const Text = (description: string, maxLength = 255) =>
+  Type.String({ minLength: 1, maxLength, pattern: NO_NUL, description });
+
+/** An absolute http(s) URL: `javascript:` or `data:` URLs would be clickable in a storefront widget. */
+export const HttpUrl = (description: string) =>
+  Type.String({ format: 'uri', pattern: '^https?://', maxLength: 2048, description });
+
+/** A row id in a path or body: a positive integer JSON keeps exactly. */
+export const Id = (description: string) => Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description });
+
+/** An instant as the API writes it: ISO 8601 in UTC with milliseconds. */
+export const Timestamp = (description: string) => Type.String({ format: 'date-time', description });
+
+/** The API form of a stored epoch-milliseconds time. */
+export function isoTime(ms: number): string {
+  return new Date(ms).toISOString();
+}

@@ -1,0 +1,96 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { requireDecimalLimit } from '../http/pagination.js';
+import { authErrorResponses, badRequestResponse, errorRef, notFoundResponse } from '../http/schemas.js';
+import {
+  CreatePointsTransactionBody,
+  IdempotencyHeaders,
+  PointsTransactionParams,
+  PointsTransactionResponse,
+  PointsTransactionsPage,
+  PointsTransactionsQuery,
+} from './schemas.js';
+
+/** The error answers of a write with a JSON body and an `Idempotency-Key`. */
+export const writeErrorResponses = {
+  400: badRequestResponse,
+  409: errorRef('idempotency_key_reused: the Idempotency-Key was used with another request in the last 24 hours'),
+  413: errorRef('payload_too_large: the body is larger than 64 KiB'),
+  415: errorRef('unsupported_media_type: the body is not sent as application/json'),
+  422: errorRef('insufficient_points: the change would take the balance below 0; nothing was written'),
+};
+
+const routes: FastifyPluginAsyncTypebox = async (app) => {
+  app.post(
+    '/v1/points_transactions',
+    {
+      config: { auth: { scope: 'points_transaction:write' } },
+      schema: {
+        operationId: 'createPointsTransaction',
+        summary: "Add or remove points from a customer's balance",
+        description:
+          'A manual change to the ledger: `points_change` is a non-zero integer (at most 1,000,000,000 either way). ' +
+          'A change that would take the balance below 0 is `422 insufficient_points` and writes nothing. A ' +
+          'positive change counts as earned (VIP progress); a negative one does not lower what was earned. ' +
+          'Send an `Idempotency-Key` to retry safely.',
+        tags: ['Points transactions'],
+        headers: IdempotencyHeaders,
+        body: CreatePointsTransactionBody,
+        response: { 201: PointsTransactionResponse, ...writeErrorResponses, ...authErrorResponses },
+      },
+    },
+    async (request, reply) => {
+      reply.code(201);
+      const answer = await app.services.pointsTransactions.create(
+        request.credential!.accountId,
+        request.body.points_transaction,
+        request.headers['idempotency-key'],
+        (transaction) => reply.serialize({ points_transaction: transaction }) as string,
+      );
+      return reply.code(answer.status).type('application/json; charset=utf-8').send(answer.body);
+    },
+  );
+
+  app.get(
+    '/v1/points_transactions',
+    {
+      config: { auth: { scope: 'points_transaction:read' } },
+      preValidation: requireDecimalLimit,
+      schema: {
+        operationId: 'listPointsTransactions',
+        summary: 'List the points transactions of the account, newest first',
+        description:
+          'Keyset pages in `id` descending order. Filters: `customer_id`, `updated_at_min`. A cursor carries its ' +
+          'filters: sending it with other filters is `400 invalid_cursor`.',
+        tags: ['Points transactions'],
+        querystring: PointsTransactionsQuery,
+        response: { 200: PointsTransactionsPage, 400: badRequestResponse, ...authErrorResponses },
+      },
+    },
+    async (request) => app.services.pointsTransactions.page(request.credential!.accountId, request.query),
+  );
+
+  app.get(
+    '/v1/points_transactions/:id',
+    {
+      config: { auth: { scope: 'points_transaction:read' } },
+      schema: {
+        operationId: 'getPointsTransaction',
+        summary: 'Retrieve a points transaction',
+        description: "An id the account does not have (another account's included) is `404 not_found`.",
+        tags: ['Points transactions'],
+        params: PointsTransactionParams,
+        response: {
+          200: PointsTransactionResponse,
+          400: badRequestResponse,
+          404: notFoundResponse,
+          ...authErrorResponses,
+        },
+      },
+    },
+    async (request) => ({
+      points_transaction: await app.services.pointsTransactions.get(request.credential!.accountId, request.params.id),
+    }),
+  );
+};
+
+export default routes;

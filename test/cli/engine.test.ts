@@ -1,0 +1,156 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { cliChecks, loyalty, loyaltyInProcess } from '../helpers/cli.js';
+
+// The points engine's commands of the engine contract, with the --json forms scripts rely on.
+describe('loyalty activity-types / vip-tiers / points-settings / customers set-state', () => {
+  let dir: string;
+  let env: Record<string, string>;
+  let account: string;
+
+  const { ok, fails } = cliChecks(() => env);
+
+  beforeEach(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'loyalty-cli-engine-'));
+    env = { DATABASE_URL: `sqlite:${join(dir, 'cli.db')}` };
+    account = String((await ok(['accounts', 'create', '--name', 'Acme'])).id);
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('creates and lists activity types, each with an activity_ token', async () => {
+    const order = await ok(['activity-types', 'create', '--account', account, '--name', 'Place an order'], loyalty);
+    expect(order).toEqual({
+      id: expect.any(Number),
+      name: 'Place an order',
+      token: expect.stringMatching(/^activity_[0-9A-Za-z]{14,}$/),
+    });
+    const review = await ok(['activity-types', 'create', '--account', account, '--name', 'Write a review']);
+    expect(review.token).not.toBe(order.token);
+    expect(await ok(['activity-types', 'list', '--account', account])).toEqual([order, review]);
+    expect((await fails(['activity-types', 'create', '--account', account, '--name', ''])).code).toBe(
+      'invalid_parameter',
+    );
+    expect((await fails(['activity-types', 'list', '--account', '999'])).code).toBe('not_found');
+  });
+
+  it('binds earning rules to an activity type with "activity_token", shown by earning-rules list --json', async () => {
+    const type = await ok(['activity-types', 'create', '--account', account, '--name', 'Order']);
+    const file = join(dir, 'rules.json');
+    const rule = (name: string, token?: unknown) => ({
+      name,
+      image_url: 'https://cdn.example.com/r.svg',
+      reward: { type: 'points' },
+      reward_value: { type: 'fixed', fixed: { value: 10 } },
+      ...(token === undefined ? {} : { activity_token: token }),
+    });
+    writeFileSync(file, JSON.stringify([rule('bound', type.token), rule('unbound'), rule('null', null)]));
+    const created = await ok(['earning-rules', 'create', '--account', account, '--file', file]);
+    expect(created.map((r: { activity_token: unknown }) => r.activity_token)).toEqual([type.token, null, null]);
+    const listed = await ok(['earning-rules', 'list', '--account', account]);
+    expect(listed.map((r: { name: string; activity_token: unknown }) => [r.name, r.activity_token])).toEqual([
+      ['null', null],
+      ['unbound', null],
+      ['bound', type.token],
+    ]);
+    writeFileSync(file, JSON.stringify([rule('fine', type.token), rule('bad', 'activity_unknown')]));
+    const error = await fails(['earning-rules', 'create', '--account', account, '--file', file]);
+    expect(error.details).toEqual([
+      { field: 'earning_rules.1.activity_token', message: expect.stringMatching(/no activity type/) },
+    ]);
+    expect(await ok(['earning-rules', 'list', '--account', account])).toHaveLength(3); // all or nothing
+  });
+
+  it('creates, updates, lists and deletes VIP tiers as the API shows them', async () => {
+    const gold = await ok(
+      [
+        'vip-tiers',
+        'create',
+        '--account',
+        account,
+        '--name',
+        'Gold',
+        '--milestone',
+        '500',
+        '--image-url',
+        'https://cdn.example.com/gold.svg',
+        '--perk',
+        'Free shipping',
+        '--perk',
+        'Early access',
+      ],
+      loyalty,
+    );
+    expect(gold).toEqual({
+      id: expect.any(Number),
+      name: 'Gold',
+      image_url: 'https://cdn.example.com/gold.svg',
+      milestone: 500,
+      perks: [{ name: 'Free shipping' }, { name: 'Early access' }],
+      entry_rewards: [],
+    });
+    const silver = await ok(['vip-tiers', 'create', '--account', account, '--name', 'Silver', '--milestone', '100']);
+    expect(silver).toMatchObject({ image_url: '', perks: [] });
+    expect((await ok(['vip-tiers', 'list', '--account', account])).map((t: { name: string }) => t.name)).toEqual([
+      'Silver',
+      'Gold',
+    ]);
+    const taken = await fails(['vip-tiers', 'create', '--account', account, '--name', 'Also', '--milestone', '100']);
+    expect(taken).toMatchObject({ code: 'invalid_parameter', details: [{ field: 'vip_tier.milestone' }] });
+    expect((await fails(['vip-tiers', 'update', String(silver.id), '--milestone', '500'])).code).toBe(
+      'invalid_parameter',
+    );
+    for (const bad of ['-1', '1.5', 'many', '1000000000000000001']) {
+      const error = await fails(['vip-tiers', 'create', '--account', account, '--name', 'X', '--milestone', bad]);
+      expect(error.details[0].field).toBe('vip_tier.milestone');
+    }
+    expect(await ok(['vip-tiers', 'update', String(silver.id), '--milestone', '50', '--name', 'Bronze'])).toMatchObject(
+      {
+        name: 'Bronze',
+        milestone: 50,
+      },
+    );
+    expect(await ok(['vip-tiers', 'delete', String(gold.id)])).toEqual({ deleted: true });
+    expect((await fails(['vip-tiers', 'delete', String(gold.id)])).code).toBe('not_found');
+    expect(await ok(['vip-tiers', 'list', '--account', account])).toHaveLength(1);
+  });
+
+  it('sets the points settings and sets customer states', async () => {
+    expect(await ok(['points-settings', 'show', '--account', account])).toEqual({
+      points_label: { one: 'Point', other: 'Points' },
+    });
+    expect(await ok(['points-settings', 'set', '--account', account, '--one', 'Coin', '--other', 'Coins'])).toEqual({
+      points_label: { one: 'Coin', other: 'Coins' },
+    });
+    const error = await fails(['points-settings', 'set', '--account', account, '--one', '', '--other', 'x'.repeat(65)]);
+    expect(error.details.map((d: { field: string }) => d.field).sort()).toEqual([
+      'points_settings.points_label.one',
+      'points_settings.points_label.other',
+    ]);
+
+    const jane = await ok(['customers', 'create', '--account', account, '--email', 'jane@example.com']);
+    const disabled = await ok(['customers', 'set-state', String(jane.id), '--state', 'disabled'], loyalty);
+    expect(disabled).toMatchObject({
+      id: jane.id,
+      state: 'disabled',
+      points_balance: 0,
+      vip_status: { vip_tier_id: null },
+    });
+    expect((await ok(['customers', 'show', String(jane.id)])).state).toBe('disabled');
+    expect((await fails(['customers', 'set-state', String(jane.id), '--state', 'vip'])).code).toBe('invalid_parameter');
+    expect((await fails(['customers', 'set-state', '999', '--state', 'member'])).code).toBe('not_found');
+  });
+
+  it('demo sets up a program whose printed activity earns points', async () => {
+    const demo = await ok(['demo']);
+    expect(demo).toMatchObject({ account_id: expect.any(Number), activity_token: expect.stringMatching(/^activity_/) });
+    const text = await loyaltyInProcess(['demo'], env);
+    expect(text.stdout).toContain('/activities');
+    expect(text.stdout).toContain('"amount":"125.50"');
+    const tiers = await ok(['vip-tiers', 'list', '--account', String(demo.account_id)]);
+    expect(tiers.length).toBeGreaterThan(0);
+    const rules = await ok(['earning-rules', 'list', '--account', String(demo.account_id)]);
+    expect(rules.some((r: { activity_token: unknown }) => r.activity_token === demo.activity_token)).toBe(true);
+  });
+});
