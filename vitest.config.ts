@@ -26,6 +26,7 @@ const BOTH_ENGINES = [
   'test/activities/**/*.test.ts',
   'test/points-transactions/**/*.test.ts',
   'test/vip-tiers/**/*.test.ts',
+  'test/points-products/**/*.test.ts',
 ];
 
 export default defineConfig({

@@ -22,9 +22,11 @@ import { errorRef } from './http/schemas.js';
 import { registerTransportRules } from './http/transport.js';
 import { registerValidators } from './http/validation.js';
 import oauthRoutes from './oauth/routes.js';
+import pointsProductRoutes from './points-products/routes.js';
 import pointsSettingsRoutes from './points-settings/routes.js';
 import pointsTransactionRoutes from './points-transactions/routes.js';
 import referralSettingsRoutes from './referral-settings/routes.js';
+import rewardFulfillmentRoutes from './reward-fulfillments/routes.js';
 import { createServices, type Services } from './services.js';
 import { type Db, isReachable } from './storage/db.js';
 import vipTierRoutes from './vip-tiers/routes.js';
@@ -177,18 +179,20 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   await app.register(pointsTransactionRoutes);
   await app.register(vipTierRoutes);
   await app.register(pointsSettingsRoutes);
+  await app.register(pointsProductRoutes);
+  await app.register(rewardFulfillmentRoutes);
   await app.register(oauthRoutes, { config });
 
   // The overload check and authentication come last among the plugins, yet their onRequest hooks
   // run for every route, in this order (after the HTTPS and shutdown rules): overload is refused
-  // before any credential is read. Last, because @fastify/under-pressure measures the event-loop
-  // delay from the moment it is registered, and building the routes is one long synchronous
-  // stretch: with its first one-second sample starting before them, a process that took over a
-  // second to build (a loaded machine) found no sample in it, read the delay as infinite and
-  // answered 503 to its first requests.
+  // before any credential is read.
   if (config.maxEventLoopDelayMs > 0) {
     // Past this event-loop delay, answering 503 at once beats every caller timing out.
-    await app.register(underPressure, { maxEventLoopDelay: config.maxEventLoopDelayMs, retryAfter: 1 });
+    await app.register(underPressure, {
+      maxEventLoopDelay: config.maxEventLoopDelayMs,
+      retryAfter: 1,
+      pressureHandler: overloadedUnlessStarting(app),
+    });
   }
   registerAuth(app, services.credentials, config, options.redis ?? null);
   return app;
@@ -209,6 +213,28 @@ function setSecurityHeaders(url: string, reply: FastifyReply): void {
   }
   reply.header('cross-origin-resource-policy', 'same-origin');
   if (url.startsWith('/v1/')) reply.header('cache-control', 'no-store');
+}
+
+/** @fastify/under-pressure's default sample interval: each reading is the mean delay over one. */
+const PRESSURE_SAMPLE_MS = 1000;
+
+/**
+ * under-pressure's answer to a delay past the limit: `503 unavailable`, except for readings that
+ * may still hold the start. It measures the event-loop delay from the moment it is registered,
+ * and building and compiling the routes is one long synchronous stretch; the first sample after
+ * it (on a loaded machine, a second or more with no other sample) read as an overload and
+ * answered 503 to a new process's first requests. Readings count from one and a half sample
+ * intervals after the app is ready, by when a sample of its own running has been taken.
+ */
+function overloadedUnlessStarting(app: FastifyInstance) {
+  let readyAt = Number.POSITIVE_INFINITY;
+  app.addHook('onReady', async () => {
+    readyAt = performance.now();
+  });
+  return async (): Promise<void> => {
+    if (performance.now() - readyAt < 1.5 * PRESSURE_SAMPLE_MS) return;
+    throw new DomainError('unavailable', 'the service is temporarily unavailable; retry shortly');
+  };
 }
 
 /** Once shutdown starts, new requests get `503 unavailable`; requests in flight finish. */

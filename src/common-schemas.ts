@@ -1,4 +1,4 @@
-import { Type } from 'typebox';
+import { type TObject, type TSchema, type TUnsafe, Type } from 'typebox';
 
 // Field shapes several resources share, each with its bounds.
 
@@ -23,4 +23,22 @@ export const Timestamp = (description: string) => Type.String({ format: 'date-ti
 /** The API form of a stored epoch-milliseconds time. */
 export function isoTime(ms: number): string {
   return new Date(ms).toISOString();
+}
+
+/**
+ * One of `branches`, chosen by the value of their `field` constant (`type`, `exchange_type`), for
+ * validating input. An `anyOf` would report every branch's failures ("variable is required" for a
+ * bad fixed value); if/then reports only the failures of the branch the input names.
+ */
+export function byConstant<T>(field: string, branches: TObject[], options: { nullable?: boolean } = {}): TUnsafe<T> {
+  const constantOf = (branch: TObject) => (branch.properties[field] as unknown as { const: string }).const;
+  return Type.Unsafe<T>({
+    type: options.nullable ? ['object', 'null'] : 'object',
+    required: [field],
+    properties: { [field]: { enum: branches.map(constantOf) } },
+    // The condition is an object with that value, so null and a missing field apply no branch.
+    allOf: branches.map((branch) =>
+      Type.Dependent(Type.Object({ [field]: Type.Literal(constantOf(branch)) }), branch, Type.Unknown()),
+    ),
+  } as unknown as TSchema);
 }

@@ -119,3 +119,18 @@ function isDatabaseUnavailable(error: Error & { code?: string }): boolean {
     error.message,
   );
 }
+
+/**
+ * A schema failure of a body whose fields stand at its top level, without a wrapper object (the
+ * purchase body `{customer_id, points_to_spend}`): a body that is not an object is
+ * `invalid_request`; a missing, unknown or invalid field is `invalid_parameter` naming it.
+ */
+export function fromFlatBodyValidation(error: Error & { validation?: unknown[] }): DomainError {
+  const issues = (error.validation ?? []) as SchemaIssue[];
+  if (issues.some((issue) => issue.instancePath === '' && issue.keyword === 'type')) {
+    return new DomainError('invalid_request', 'the request body must be a JSON object of the documented shape');
+  }
+  const details = detailsOf(issues, { whole: 'body' });
+  const first = details[0];
+  return new DomainError('invalid_parameter', first ? `${first.field} ${first.message}` : 'invalid parameter', details);
+}

@@ -12,6 +12,7 @@ export const ERROR_STATUS = {
   payload_too_large: 413,
   unsupported_media_type: 415,
   insufficient_points: 422,
+  customer_not_member: 422,
   rate_limited: 429,
   internal_error: 500,
   unavailable: 503,

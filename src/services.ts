@@ -10,9 +10,11 @@ import { EarningRulesService } from './earning-rules/service.js';
 import { IdempotencyService } from './idempotency/service.js';
 import { OAuthService } from './oauth/service.js';
 import { SessionsService } from './oauth/sessions.js';
+import { PointsProductsService } from './points-products/service.js';
 import { PointsSettingsService } from './points-settings/service.js';
 import { PointsTransactionsService } from './points-transactions/service.js';
 import { ReferralSettingsService } from './referral-settings/service.js';
+import { RewardFulfillmentsService } from './reward-fulfillments/service.js';
 import type { Db } from './storage/db.js';
 import { UsersService } from './users/service.js';
 import { VipTiersService } from './vip-tiers/service.js';
@@ -34,6 +36,8 @@ export interface Services {
   pointsTransactions: PointsTransactionsService;
   vipTiers: VipTiersService;
   pointsSettings: PointsSettingsService;
+  pointsProducts: PointsProductsService;
+  rewardFulfillments: RewardFulfillmentsService;
 }
 
 export interface ServiceOptions {
@@ -47,7 +51,9 @@ export function createServices(db: Db, options: ServiceOptions): Services {
   const apps = new AppsService(db.kysely, clock);
   const users = new UsersService(db.kysely, clock, accounts);
   const customers = new CustomersService(db.kysely, clock, accounts);
-  const pointsTransactions = new PointsTransactionsService(db.kysely, clock, new IdempotencyService(db.kysely, clock));
+  const idempotency = new IdempotencyService(db.kysely, clock);
+  const pointsTransactions = new PointsTransactionsService(db.kysely, clock, idempotency);
+  const pointsSettings = new PointsSettingsService(db.kysely, clock, accounts);
   return {
     accounts,
     apps,
@@ -69,6 +75,15 @@ export function createServices(db: Db, options: ServiceOptions): Services {
     activities: new ActivitiesService(db.kysely, clock, customers, pointsTransactions),
     pointsTransactions,
     vipTiers: new VipTiersService(db.kysely, clock, accounts),
-    pointsSettings: new PointsSettingsService(db.kysely, clock, accounts),
+    pointsSettings,
+    pointsProducts: new PointsProductsService(
+      db.kysely,
+      clock,
+      accounts,
+      pointsSettings,
+      pointsTransactions,
+      idempotency,
+    ),
+    rewardFulfillments: new RewardFulfillmentsService(db.kysely, clock),
   };
 }

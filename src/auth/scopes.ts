@@ -11,6 +11,9 @@ export const SCOPE_DESCRIPTIONS = {
   'points_transaction:write': "Add and remove points from your customers' balances",
   'vip_tier:read': 'Read your VIP tiers',
   'points_settings:read': 'Read your points settings',
+  'points_product:read': 'Read the rewards you sell for points (points products)',
+  'points_purchase:write': "Spend your customers' points on rewards, issuing reward codes",
+  'reward_fulfillment:read': 'Read the rewards issued to your customers, with their codes',
 } as const;
 
 export type Scope = keyof typeof SCOPE_DESCRIPTIONS;

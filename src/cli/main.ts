@@ -7,6 +7,7 @@ import { registerDemoCommand } from './commands/demo.js';
 import { registerEarningRuleCommands } from './commands/earning-rules.js';
 import {
   registerActivityTypeCommands,
+  registerPointsProductCommands,
   registerPointsSettingsCommands,
   registerVipTierCommands,
 } from './commands/engine.js';
@@ -20,7 +21,7 @@ export function buildProgram(): Command {
   const program = new Command('loyalty')
     .description(
       'Administer the loyalty API: accounts, credentials, apps, referral settings, earning rules, activity types,\n' +
-        'customers, VIP tiers and points settings.\n' +
+        'customers, VIP tiers, points settings and points products.\n' +
         'Uses DATABASE_URL like the server (default sqlite:./data/loyalty.db) and migrates it when needed.',
     )
     .option('--json', 'print exactly one JSON value on stdout')
@@ -36,6 +37,7 @@ export function buildProgram(): Command {
   registerActivityTypeCommands(program);
   registerVipTierCommands(program);
   registerPointsSettingsCommands(program);
+  registerPointsProductCommands(program);
   registerUserCommands(program);
   registerMigrateCommand(program);
   registerDemoCommand(program);

@@ -1,4 +1,5 @@
-import { type Static, type TObject, type TSchema, type TUnsafe, Type } from 'typebox';
+import { type Static, Type } from 'typebox';
+import { byConstant } from '../common-schemas.js';
 import { PageMetadata, pageParams } from '../pagination/schemas.js';
 
 /** The largest value of a PostgreSQL `integer` column: bigger counts would fail to insert. */
@@ -193,24 +194,6 @@ export const EarningRulesQuery = Type.Object(pageParams('rules'));
 export type EarningRulesQuery = Static<typeof EarningRulesQuery>;
 
 /**
- * One of `branches`, chosen by the value of their `type` constant, for validating input. An
- * `anyOf` would report every branch's failures ("variable is required" for a bad fixed value);
- * if/then reports only the failures of the branch the input names.
- */
-function byType<T>(branches: TObject[], options: { nullable?: boolean } = {}): TUnsafe<T> {
-  const typeOf = (branch: TObject) => (branch.properties.type as unknown as { const: string }).const;
-  return Type.Unsafe<T>({
-    type: options.nullable ? ['object', 'null'] : 'object',
-    required: ['type'],
-    properties: { type: { enum: branches.map(typeOf) } },
-    // The condition is an object with that `type`, so null and a missing type apply no branch.
-    allOf: branches.map((branch) =>
-      Type.Dependent(Type.Object({ type: Type.Literal(typeOf(branch)) }), branch, Type.Unknown()),
-    ),
-  } as unknown as TSchema);
-}
-
-/**
  * One rule of `loyalty earning-rules create`: the API fields without `id`, plus `enabled`.
  * `action_text`, `action_url` default to null, `restricted_to_vip_tier_ids` to `[]`,
  * `earning_limit` to null (no limit) and `enabled` to true.
@@ -223,9 +206,9 @@ export const EarningRuleInput = Type.Object(
     action_url: Type.Optional(input.ActionUrl),
     restricted_to_vip_tier_ids: Type.Optional(VipTierIds),
     reward: Reward,
-    reward_value: byType<RewardValue>([input.VariableRewardValue, input.FixedRewardValue]),
+    reward_value: byConstant<RewardValue>('type', [input.VariableRewardValue, input.FixedRewardValue]),
     earning_limit: Type.Optional(
-      byType<EarningLimit>([input.RollingEarningLimit, input.LifetimeEarningLimit], { nullable: true }),
+      byConstant<EarningLimit>('type', [input.RollingEarningLimit, input.LifetimeEarningLimit], { nullable: true }),
     ),
     enabled: Type.Optional(Type.Boolean({ description: 'Listed by GET /v1/earning_rules (default true)' })),
     activity_token: Type.Optional(

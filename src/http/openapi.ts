@@ -74,7 +74,7 @@ export async function registerOpenApi(app: FastifyInstance, config: Config): Pro
         version: '1.0.0',
         description:
           'Referral settings, customer identities, earning rules, customers, activities, the points ledger, VIP ' +
-          'tiers and points settings of a merchant loyalty program. ' +
+          'tiers, points settings, points products and reward fulfillments of a merchant loyalty program. ' +
           'Every /v1 request carries `Authorization: Bearer <API key or OAuth access token>`. ' +
           `Scopes: ${ALL_SCOPES.map((s) => `\`${s}\` (${SCOPE_DESCRIPTIONS[s]})`).join('; ')}. ` +
           'A `:write` scope includes the `:read` scope of the same resource. ' +
@@ -116,6 +116,8 @@ export async function registerOpenApi(app: FastifyInstance, config: Config): Pro
         { name: 'Points transactions', description: 'The points ledger: every change to a balance' },
         { name: 'VIP tiers', description: 'The tiers of the all-time VIP program' },
         { name: 'Points settings', description: 'What the account calls its points' },
+        { name: 'Points products', description: 'Rewards for sale for points, and their purchase' },
+        { name: 'Reward fulfillments', description: 'Rewards issued to customers, with their codes' },
         { name: 'OAuth', description: 'The authorization server apps use (RFC 6749)' },
         { name: 'Service', description: 'Health, readiness and this document' },
       ],

@@ -97,6 +97,7 @@ function toPointsTransaction(row: PointsTransactionRow): PointsTransaction {
     description: row.description,
     internal_note: row.internal_note,
     activity_id: row.activity_id,
+    points_purchase_id: row.points_purchase_id,
     created_at: isoTime(row.created_at),
     updated_at: isoTime(row.updated_at),
   };

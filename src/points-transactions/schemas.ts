@@ -17,6 +17,9 @@ export const PointsTransaction = Type.Object(
     activity_id: Type.Union([Type.Integer(), Type.Null()], {
       description: 'The activity that credited it, or null (a manual change)',
     }),
+    points_purchase_id: Type.Union([Type.Integer(), Type.Null()], {
+      description: 'The points purchase it paid for, or null',
+    }),
     created_at: Type.String({ format: 'date-time' }),
     updated_at: Type.String({ format: 'date-time', description: 'Equal to created_at: transactions never change' }),
   },
@@ -30,6 +33,7 @@ export const PointsTransaction = Type.Object(
         description: 'Place an order',
         internal_note: null,
         activity_id: 31,
+        points_purchase_id: null,
         created_at: '2026-01-05T16:30:00.000Z',
         updated_at: '2026-01-05T16:30:00.000Z',
       },

@@ -33,6 +33,8 @@ export interface LedgerEntry {
   internalNote: string | null;
   /** The activity and rule of a credit (what earning limits count), the time it counts at. */
   activityId?: number;
+  /** The purchase a debit paid for. */
+  pointsPurchaseId?: number;
   earningRuleId?: number;
   occurredAt?: number;
 }
@@ -65,12 +67,7 @@ export class PointsTransactionsService {
     now: number,
   ): Promise<PointsTransaction> {
     const balance = customer.points_balance + entry.pointsChange;
-    if (balance < 0) {
-      throw new DomainError(
-        'insufficient_points',
-        `customer ${customer.id} has ${customer.points_balance} points: a change of ${entry.pointsChange} would take the balance below 0`,
-      );
-    }
+    if (balance < 0) throw insufficientPoints(customer, entry.pointsChange);
     const earned = customer.points_earned + Math.max(entry.pointsChange, 0);
     if (balance > MAX_BALANCE || earned > MAX_BALANCE) {
       throw invalidParameter('points_change', `would take customer ${customer.id}'s points above ${MAX_BALANCE}`);
@@ -82,6 +79,7 @@ export class PointsTransactionsService {
       description: entry.description,
       internal_note: entry.internalNote,
       activity_id: entry.activityId ?? null,
+      points_purchase_id: entry.pointsPurchaseId ?? null,
       earning_rule_id: entry.earningRuleId ?? null,
       occurred_at: entry.occurredAt ?? now,
       created_at: now,
@@ -150,4 +148,12 @@ export class PointsTransactionsService {
     });
     return { points_transactions: page.items, metadata: page.metadata };
   }
+}
+
+/** `422 insufficient_points`: the change would take the customer's balance below 0. */
+export function insufficientPoints(customer: CustomerRow, change: number): DomainError {
+  return new DomainError(
+    'insufficient_points',
+    `customer ${customer.id} has ${customer.points_balance} points: a change of ${change} would take the balance below 0`,
+  );
 }

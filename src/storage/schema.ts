@@ -26,6 +26,10 @@ export interface Database {
   points_transactions: PointsTransactionsTable;
   points_settings: PointsSettingsTable;
   idempotency_keys: IdempotencyKeysTable;
+  rewards: RewardsTable;
+  points_products: PointsProductsTable;
+  points_purchases: PointsPurchasesTable;
+  reward_fulfillments: RewardFulfillmentsTable;
 }
 
 export interface AccountsTable {
@@ -269,6 +273,8 @@ export interface PointsTransactionsTable {
   internal_note: string | null;
   activity_id: number | null;
   earning_rule_id: number | null;
+  /** The purchase that spent these points, or null. */
+  points_purchase_id: Generated<number | null>;
   /** The time earning limits measure: the activity's time for a credit, else created_at. */
   occurred_at: number;
   created_at: number;
@@ -293,6 +299,57 @@ export interface IdempotencyKeysTable {
   created_at: number;
 }
 
+export interface RewardsTable {
+  id: Generated<number>;
+  account_id: number;
+  name: string;
+  description: string;
+  image_url: string;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface PointsProductsTable {
+  id: Generated<number>;
+  account_id: number;
+  reward_id: number;
+  /** 1 when listed and purchasable. */
+  enabled: number;
+  exchange_type: 'fixed' | 'variable';
+  points_price: number | null;
+  variable_points_step: number | null;
+  variable_points_step_reward_value: number | null;
+  variable_points_min: number | null;
+  variable_points_max: number | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface PointsPurchasesTable {
+  id: Generated<number>;
+  account_id: number;
+  customer_id: number;
+  points_product_id: number;
+  points_spent: number;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface RewardFulfillmentsTable {
+  id: Generated<number>;
+  account_id: number;
+  customer_id: number;
+  points_purchase_id: number;
+  name: string;
+  /** Unique in the account, random (see points-products/code.ts). */
+  code: string;
+  image_url: string;
+  fulfillment_status: 'pending' | 'issued' | 'cancelled' | 'failed';
+  usage_status: 'used' | 'unused' | 'untracked';
+  created_at: number;
+  updated_at: number;
+}
+
 export type AccountRow = Selectable<AccountsTable>;
 export type ApiKeyRow = Selectable<ApiKeysTable>;
 export type AppRow = Selectable<AppsTable>;
@@ -314,3 +371,7 @@ export type ActivityTypeRow = Selectable<ActivityTypesTable>;
 export type ActivityRow = Selectable<ActivitiesTable>;
 export type PointsTransactionRow = Selectable<PointsTransactionsTable>;
 export type NewPointsTransaction = Insertable<PointsTransactionsTable>;
+export type RewardRow = Selectable<RewardsTable>;
+export type PointsProductRow = Selectable<PointsProductsTable>;
+export type PointsPurchaseRow = Selectable<PointsPurchasesTable>;
+export type RewardFulfillmentRow = Selectable<RewardFulfillmentsTable>;

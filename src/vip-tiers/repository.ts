@@ -1,4 +1,4 @@
-import type { ExpressionBuilder, Kysely } from 'kysely';
+import { type ExpressionBuilder, type Kysely, PostgresAdapter } from 'kysely';
 import type { Database, VipTierRow } from '../storage/schema.js';
 import type { VipTier, VipTierChange, VipTierInput } from './schemas.js';
 
@@ -74,6 +74,16 @@ export async function updateTier(
 /** Deletes a tier (customers in it are left for `assignTiers` to place). */
 export async function deleteTier(db: Kysely<Database>, id: number): Promise<void> {
   await db.deleteFrom('vip_tiers').where('id', '=', id).execute();
+}
+
+/**
+ * Serialises changes to one account's tiers (call first in their transaction): two changes
+ * placing the same customers at once could otherwise lock them in different orders and deadlock
+ * on PostgreSQL. SQLite transactions already hold the database's write lock.
+ */
+export async function lockAccountTiers(db: Kysely<Database>, accountId: number): Promise<void> {
+  if (!(db.getExecutor().adapter instanceof PostgresAdapter)) return;
+  await db.selectFrom('accounts').select('id').where('id', '=', accountId).forUpdate().execute();
 }
 
 /**

@@ -5,7 +5,15 @@ import { invalidParameter, notFound } from '../errors.js';
 import { isUniqueViolation } from '../storage/errors.js';
 import type { Database } from '../storage/schema.js';
 import { validate } from '../validate.js';
-import { assignTiers, deleteTier, findTier, insertTier, listTiers, updateTier } from './repository.js';
+import {
+  assignTiers,
+  deleteTier,
+  findTier,
+  insertTier,
+  listTiers,
+  lockAccountTiers,
+  updateTier,
+} from './repository.js';
 import { type VipTier, VipTierChange, VipTierInput } from './schemas.js';
 
 const milestoneTaken = (milestone: number) =>
@@ -33,6 +41,7 @@ export class VipTiersService {
     const tier = validate(VipTierInput, input, 'vip_tier');
     await this.accounts.require(accountId);
     return this.db.transaction().execute(async (trx) => {
+      await lockAccountTiers(trx, accountId);
       const created = await insertTier(trx, accountId, tier, this.clock.now());
       if (!created) throw milestoneTaken(tier.milestone);
       await assignTiers(trx, { accountId }, this.clock.now());
@@ -67,9 +76,11 @@ export class VipTiersService {
     return { deleted: true };
   }
 
+  /** The tier, with its account's tiers locked for this transaction; `404` for an unknown id. */
   private async require(trx: Kysely<Database>, id: number) {
     const tier = await findTier(trx, id);
     if (!tier) throw notFound(`VIP tier ${id} does not exist`);
+    await lockAccountTiers(trx, tier.accountId);
     return tier;
   }
 }

@@ -63,6 +63,7 @@ describe('POST /v1/activities: recording and crediting', () => {
         description: 'Sign up',
         internal_note: null,
         activity_id: body.activity.id,
+        points_purchase_id: null,
         created_at: body.activity.created_at,
         updated_at: body.activity.created_at,
       },

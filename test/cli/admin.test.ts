@@ -233,6 +233,8 @@ describe('loyalty demo', () => {
       access_token: expect.stringMatching(/^oa2_/),
       base_url: `http://127.0.0.1:${port}/v1`,
       activity_token: expect.stringMatching(/^activity_[0-9A-Za-z]{14,}$/),
+      customer_id: expect.any(Number),
+      points_product_id: expect.any(Number),
     });
 
     const text = await loyalty(['demo'], env);

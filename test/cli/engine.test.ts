@@ -142,12 +142,104 @@ describe('loyalty activity-types / vip-tiers / points-settings / customers set-s
     expect((await fails(['customers', 'set-state', '999', '--state', 'member'])).code).toBe('not_found');
   });
 
+  it('creates, lists, disables and enables points products as the API shows them', async () => {
+    const file = join(dir, 'products.json');
+    writeFileSync(
+      file,
+      JSON.stringify([
+        {
+          exchange_type: 'fixed',
+          points_price: 500,
+          reward: { name: '$5 off', image_url: 'https://cdn.example.com/5.png' },
+        },
+        {
+          exchange_type: 'variable',
+          variable_points_step: 100,
+          variable_points_step_reward_value: 1,
+          variable_points_min: 100,
+          variable_points_max: 2000,
+          reward: { name: '$1 per 100' },
+          enabled: false,
+        },
+      ]),
+    );
+    const created = await ok(['points-products', 'create', '--account', account, '--file', file], loyalty);
+    expect(created).toMatchObject([
+      {
+        exchange_type: 'fixed',
+        exchange_description: '500 Points',
+        points_price: 500,
+        enabled: true,
+        reward: { name: '$5 off' },
+      },
+      {
+        exchange_type: 'variable',
+        variable_points_min: 100,
+        enabled: false,
+        reward: { name: '$1 per 100', image_url: '' },
+      },
+    ]);
+    expect((await ok(['points-products', 'list', '--account', account])).map((p: { id: number }) => p.id)).toEqual([
+      created[1].id,
+      created[0].id,
+    ]);
+    expect(await ok(['points-products', 'enable', String(created[1].id)])).toMatchObject({ enabled: true });
+    expect(await ok(['points-products', 'disable', String(created[0].id)])).toMatchObject({ enabled: false });
+    expect((await fails(['points-products', 'disable', '999'])).code).toBe('not_found');
+    // All or nothing, each refusal naming its field.
+    writeFileSync(
+      file,
+      JSON.stringify([
+        { exchange_type: 'fixed', points_price: 0, reward: { name: 'free' } },
+        {
+          exchange_type: 'variable',
+          variable_points_step: 100,
+          variable_points_step_reward_value: 1,
+          variable_points_min: 150,
+          variable_points_max: 300,
+          reward: { name: 'x' },
+        },
+      ]),
+    );
+    const error = await fails(['points-products', 'create', '--account', account, '--file', file]);
+    expect(error.details[0].field).toBe('points_products.0.points_price');
+    writeFileSync(
+      file,
+      JSON.stringify({
+        exchange_type: 'variable',
+        variable_points_step: 100,
+        variable_points_step_reward_value: 1,
+        variable_points_min: 150,
+        variable_points_max: 300,
+        reward: { name: 'x' },
+      }),
+    );
+    expect((await fails(['points-products', 'create', '--account', account, '--file', file])).details[0].field).toBe(
+      'points_product.variable_points_min',
+    );
+    writeFileSync(
+      file,
+      JSON.stringify({ exchange_type: 'fixed', points_price: 5, variable_points_step: 1, reward: { name: 'x' } }),
+    );
+    expect((await fails(['points-products', 'create', '--account', account, '--file', file])).code).toBe(
+      'invalid_parameter',
+    );
+    expect(await ok(['points-products', 'list', '--account', account])).toHaveLength(2);
+  });
+
   it('demo sets up a program whose printed activity earns points', async () => {
     const demo = await ok(['demo']);
-    expect(demo).toMatchObject({ account_id: expect.any(Number), activity_token: expect.stringMatching(/^activity_/) });
+    expect(demo).toMatchObject({
+      account_id: expect.any(Number),
+      activity_token: expect.stringMatching(/^activity_/),
+      customer_id: expect.any(Number),
+      points_product_id: expect.any(Number),
+    });
     const text = await loyaltyInProcess(['demo'], env);
     expect(text.stdout).toContain('/activities');
     expect(text.stdout).toContain('"amount":"125.50"');
+    expect(text.stdout).toMatch(/points_products\/\d+\/purchase/);
+    expect(text.stdout).toContain('/reward_fulfillments?customer_id=');
     const tiers = await ok(['vip-tiers', 'list', '--account', String(demo.account_id)]);
     expect(tiers.length).toBeGreaterThan(0);
     const rules = await ok(['earning-rules', 'list', '--account', String(demo.account_id)]);

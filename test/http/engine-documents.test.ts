@@ -77,6 +77,25 @@ describe('the points engine: answers against the served OpenAPI document and the
     await add('listCustomers', ['/customers', 'get'], inject('GET', '/v1/customers?state=member'));
     await add('listVipTiers', ['/vip_tiers', 'get'], inject('GET', '/v1/vip_tiers'));
     await add('getPointsSettings', ['/points_settings', 'get'], inject('GET', '/v1/points_settings'));
+    const [coupon] = (await t.services.pointsProducts.create(a.accountId, [
+      { exchange_type: 'fixed', points_price: 10, reward: { name: '$5 off', description: 'On any order' } },
+      {
+        exchange_type: 'variable',
+        variable_points_step: 5,
+        variable_points_step_reward_value: 1,
+        variable_points_min: 5,
+        variable_points_max: 50,
+        reward: { name: '$1 per 5', image_url: 'https://cdn.example.com/1.png' },
+      },
+    ])) as { id: number }[];
+    await add('listPointsProducts', ['/points_products', 'get'], inject('GET', '/v1/points_products'));
+    await add('getPointsProduct', ['/points_products/{id}', 'get'], inject('GET', `/v1/points_products/${coupon!.id}`));
+    await add(
+      'purchasePointsProduct',
+      ['/points_products/{id}/purchase', 'post'],
+      inject('POST', `/v1/points_products/${coupon!.id}/purchase`, { customer_id: customerId }),
+    );
+    await add('listRewardFulfillments', ['/reward_fulfillments', 'get'], inject('GET', '/v1/reward_fulfillments'));
     // Errors too.
     await add('createActivity', null, inject('POST', '/v1/activities', { activity: { token } }));
     await add(
@@ -102,7 +121,7 @@ describe('the points engine: answers against the served OpenAPI document and the
     });
     await api.init();
     expect(answers.map((x) => x.response.statusCode)).toEqual([
-      201, 200, 201, 201, 200, 200, 200, 200, 200, 200, 400, 422, 404,
+      201, 200, 201, 201, 200, 200, 200, 200, 200, 200, 200, 200, 201, 200, 400, 422, 404,
     ]);
     for (const { operationId, response } of answers) {
       const result = api.validateResponse(response.json(), operationId, response.statusCode);

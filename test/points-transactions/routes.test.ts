@@ -46,6 +46,7 @@ describe('POST /v1/points_transactions', () => {
       description: 'Welcome gift',
       internal_note: 'Ticket #12',
       activity_id: null,
+      points_purchase_id: null,
       created_at: new Date(t.clock.now()).toISOString(),
       updated_at: new Date(t.clock.now()).toISOString(),
     });

@@ -40,6 +40,10 @@ const ROUTES = [
   '/v1/customers/1',
   '/v1/vip_tiers',
   '/v1/points_settings',
+  '/v1/points_products',
+  '/v1/points_products/1',
+  '/v1/points_products/1/purchase',
+  '/v1/reward_fulfillments',
   '/healthz',
   '/readyz',
   '/metrics',
@@ -369,6 +373,9 @@ function hostileRequests(fixture: Fixture, cursors: string[]): fc.Arbitrary<Host
         '/v1/points_transactions/1',
         '/v1/vip_tiers',
         '/v1/points_settings',
+        '/v1/points_products',
+        '/v1/points_products/1',
+        '/v1/reward_fulfillments',
       ),
       body: fc.constant(null),
     }),
@@ -377,6 +384,25 @@ function hostileRequests(fixture: Fixture, cursors: string[]): fc.Arbitrary<Host
       method: fc.constant('POST'),
       path: fc.constant('/v1/activities'),
       body: fc.oneof({ weight: 4, arbitrary: json(activityBody(fixture)) }, { weight: 1, arbitrary: body }),
+    }),
+    fc.record({
+      method: fc.constant('POST'),
+      path: fc.constant('/v1/points_products/1/purchase'),
+      body: fc.oneof(
+        {
+          weight: 4,
+          arbitrary: json(
+            fc.record(
+              {
+                customer_id: fc.oneof(fc.constantFrom(...fixture.customerIds), fieldValue),
+                points_to_spend: fieldValue,
+              },
+              { requiredKeys: [] },
+            ),
+          ),
+        },
+        { weight: 1, arbitrary: body },
+      ),
     }),
     fc.record({
       method: fc.constant('POST'),
@@ -429,7 +455,8 @@ function answersWrite(reply: Reply): boolean {
     return (
       typeof body.customer_identity?.distinct_id === 'string' ||
       typeof body.activity?.token === 'string' ||
-      typeof body.points_transaction?.points_change === 'number'
+      typeof body.points_transaction?.points_change === 'number' ||
+      typeof body.points_purchase?.reward_fulfillment?.code === 'string'
     );
   } catch {
     return false;
@@ -492,6 +519,17 @@ describe(`hostile input against a real server process (${testEngine})`, () => {
       ]);
       for (const created of bound as { id: number }[]) rulesOf.get(a.accountId)?.add(created.id);
       const customerIds = (await services.customers.list(a.accountId)).map((c) => c.id);
+      await services.pointsProducts.create(a.accountId, {
+        exchange_type: 'fixed',
+        points_price: 5,
+        reward: { name: 'Sticker' },
+      });
+      await services.pointsTransactions.create(
+        a.accountId,
+        { customer_id: customerIds[0]!, points_change: 50 },
+        undefined,
+        String,
+      );
       return { a, b, weakKey: weak.key, revokedKey: revoked.key, rulesOf, activityToken: type.token, customerIds };
     });
     server = await servers.start({

@@ -197,6 +197,10 @@ export const DATA_TABLES = [
   'vip_tiers',
   'points_settings',
   'idempotency_keys',
+  'rewards',
+  'points_products',
+  'points_purchases',
+  'reward_fulfillments',
 ] as const;
 
 /** A checksum of every row of `tables`, independent of row order; names the tables that differ. */

@@ -11,7 +11,31 @@ export interface DemoResult {
   base_url: string;
   /** The token of the demo's "Place an order" activity type. */
   activity_token: string;
+  /** The demo's customer, jane@example.com, whom the printed lines earn and spend for. */
+  customer_id: number;
+  /** The demo's "$5 off" points product (100 points). */
+  points_product_id: number;
 }
+
+const POINTS_PRODUCTS = [
+  {
+    exchange_type: 'fixed',
+    points_price: 100,
+    reward: {
+      name: '$5 off coupon',
+      description: '$5 off your next order',
+      image_url: 'https://cdn.example.com/rewards/5-off.png',
+    },
+  },
+  {
+    exchange_type: 'variable',
+    variable_points_step: 100,
+    variable_points_step_reward_value: 1,
+    variable_points_min: 100,
+    variable_points_max: 1000,
+    reward: { name: '$1 off per 100 points', image_url: 'https://cdn.example.com/rewards/dollar-off.png' },
+  },
+];
 
 /** The demo's order activity: 125.50 spent earns 125 points under "Place an order" (1 point per 1). */
 export const demoActivity = (token: string) => ({
@@ -92,7 +116,7 @@ export function registerDemoCommand(program: Command): void {
     .command('demo')
     .description(
       'create a demo account with referral settings, earning rules bound to an order activity type, VIP tiers, ' +
-        'an API key and an app token',
+        'points products, a customer, an API key and an app token',
     )
     .action((_opts, cmd: Command) =>
       run(
@@ -114,6 +138,12 @@ export function registerDemoCommand(program: Command): void {
             })),
           );
           for (const tier of VIP_TIERS) await services.vipTiers.create(account.id, tier);
+          const [coupon] = (await services.pointsProducts.create(account.id, POINTS_PRODUCTS)) as { id: number }[];
+          const jane = await services.customers.create(account.id, {
+            email: 'jane@example.com',
+            first_name: 'Jane',
+            last_name: 'Doe',
+          });
           const key = await services.credentials.createApiKey(account.id, ALL_SCOPES);
           const app = await services.apps.create({
             name: 'Demo app',
@@ -130,6 +160,8 @@ export function registerDemoCommand(program: Command): void {
             access_token: token.access_token,
             base_url: `${baseUrl(config)}/v1`,
             activity_token: order.token,
+            customer_id: jane.id,
+            points_product_id: coupon!.id,
           };
         },
         demoText,
@@ -159,8 +191,16 @@ function demoText(demo: DemoResult): string {
     '',
     'Then her balance and VIP tier, and her ledger:',
     '',
-    `curl -s '${demo.base_url}/customers?email=jane@example.com' -H 'Authorization: Bearer ${demo.api_key}'`,
+    `curl -s ${demo.base_url}/customers/${demo.customer_id} -H 'Authorization: Bearer ${demo.api_key}'`,
     '',
-    `curl -s '${demo.base_url}/points_transactions?limit=5' -H 'Authorization: Bearer ${demo.api_key}'`,
+    `curl -s '${demo.base_url}/points_transactions?customer_id=${demo.customer_id}' -H 'Authorization: Bearer ${demo.api_key}'`,
+    '',
+    'Spend 100 of her points on the "$5 off coupon" (201 with a reward code; her balance drops by 100):',
+    '',
+    `curl -s -X POST ${demo.base_url}/points_products/${demo.points_product_id}/purchase -H 'Authorization: Bearer ${demo.api_key}' -H 'Content-Type: application/json' -H 'Idempotency-Key: demo-purchase-1' -d '{"customer_id":${demo.customer_id}}'`,
+    '',
+    'And the rewards issued to her, with their codes:',
+    '',
+    `curl -s '${demo.base_url}/reward_fulfillments?customer_id=${demo.customer_id}' -H 'Authorization: Bearer ${demo.api_key}'`,
   ].join('\n');
 }

@@ -1,10 +1,12 @@
 import type { Command } from 'commander';
 import type { ActivityType } from '../../activity-types/schemas.js';
 import type { Customer } from '../../customers/schemas.js';
+import type { StoredPointsProduct } from '../../points-products/service.js';
 import type { VipTier } from '../../vip-tiers/schemas.js';
-import { lines, parseId, run } from '../context.js';
+import { lines, parseId, readJsonFile, run } from '../context.js';
 
-// The points engine's commands: activity types, customer states, VIP tiers and points settings.
+// The points engine's commands: activity types, customer states, VIP tiers, points settings and
+// points products.
 
 const collect = (value: string, previous: string[] = []) => [...previous, value];
 
@@ -175,4 +177,62 @@ export function registerPointsSettingsCommands(program: Command): void {
         (s) => JSON.stringify(s, null, 2),
       ),
     );
+}
+
+/** `points-products create | list | enable | disable`. */
+export function registerPointsProductCommands(program: Command): void {
+  const products = program
+    .command('points-products')
+    .description("an account's points products: rewards its customers buy with points");
+  products
+    .command('create')
+    .description(
+      'create one product (a JSON object) or many (an array), all or nothing: the API fields without ids ' +
+        '(exchange_type fixed with points_price, or variable with the variable_points_* fields), reward without ' +
+        'id, optional "enabled": false',
+    )
+    .requiredOption('--account <id>', 'the account')
+    .requiredOption('--file <path>', 'the JSON file, or - for stdin')
+    .action((opts: { account: string; file: string }, cmd: Command) =>
+      run(
+        cmd,
+        ({ services }) => services.pointsProducts.create(parseId(opts.account, 'account'), readJsonFile(opts.file)),
+        (created) => {
+          const all = Array.isArray(created) ? created : [created];
+          return all
+            .map((p) => `created points product ${p.id}: ${p.reward.name} (${p.exchange_description})`)
+            .join('\n');
+        },
+      ),
+    );
+  products
+    .command('list')
+    .description("list an account's points products, enabled or not, newest first")
+    .requiredOption('--account <id>', 'the account')
+    .action((opts: { account: string }, cmd: Command) =>
+      run(
+        cmd,
+        ({ services }) => services.pointsProducts.listAll(parseId(opts.account, 'account')),
+        (all: StoredPointsProduct[]) =>
+          all
+            .map((p) => `${p.id}\t${p.enabled ? 'enabled' : 'disabled'}\t${p.reward.name}\t${p.exchange_description}`)
+            .join('\n') || '(no points products)',
+      ),
+    );
+  for (const [name, enabled] of [
+    ['enable', true],
+    ['disable', false],
+  ] as const) {
+    products
+      .command(name)
+      .description(enabled ? 'list and sell a product again' : 'stop listing and selling a product')
+      .argument('<id>', 'the product id')
+      .action((id: string, _opts, cmd: Command) =>
+        run(
+          cmd,
+          ({ services }) => services.pointsProducts.setEnabled(parseId(id), enabled),
+          (p: StoredPointsProduct) => `points product ${p.id} ${enabled ? 'enabled' : 'disabled'}: ${p.reward.name}`,
+        ),
+      );
+  }
 }

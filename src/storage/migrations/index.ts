@@ -7,6 +7,7 @@ import * as identitiesFillfactor from './2026-11-22T0500-identities-fillfactor.j
 import * as accessTokenGrant from './2026-11-22T0600-access-token-grant.js';
 import * as accessTokenGrantBackfill from './2026-11-23T0100-access-token-grant-backfill.js';
 import * as pointsEngine from './2026-11-24T0000-points-engine.js';
+import * as pointsProducts from './2026-11-24T0100-points-products.js';
 
 /** Every migration, by name; names sort in the order they run. */
 export const migrations: Record<string, Migration> = {
@@ -18,4 +19,5 @@ export const migrations: Record<string, Migration> = {
   '2026-11-22T0600-access-token-grant': accessTokenGrant,
   '2026-11-23T0100-access-token-grant-backfill': accessTokenGrantBackfill,
   '2026-11-24T0000-points-engine': pointsEngine,
+  '2026-11-24T0100-points-products': pointsProducts,
 };

@@ -1,0 +1,167 @@
+import type { Kysely } from 'kysely';
+import type { Direction } from '../pagination/cursor.js';
+import type { Database, PointsProductRow, PointsPurchaseRow, RewardRow } from '../storage/schema.js';
+import type { PointsProductInput } from './schemas.js';
+
+/** A product as stored, with its reward: what the service turns into the API form. */
+export interface StoredProduct {
+  product: PointsProductRow;
+  reward: RewardRow;
+}
+
+const PRODUCT_COLUMNS = [
+  'points_products.id',
+  'points_products.account_id',
+  'points_products.reward_id',
+  'points_products.enabled',
+  'points_products.exchange_type',
+  'points_products.points_price',
+  'points_products.variable_points_step',
+  'points_products.variable_points_step_reward_value',
+  'points_products.variable_points_min',
+  'points_products.variable_points_max',
+  'points_products.created_at',
+  'points_products.updated_at',
+] as const;
+
+/** Products joined with their rewards (reward columns prefixed `reward_`). */
+function withRewards(db: Kysely<Database>) {
+  return db
+    .selectFrom('points_products')
+    .innerJoin('rewards', 'rewards.id', 'points_products.reward_id')
+    .select(PRODUCT_COLUMNS)
+    .select([
+      'rewards.name as reward_name',
+      'rewards.description as reward_description',
+      'rewards.image_url as reward_image_url',
+      'rewards.created_at as reward_created_at',
+      'rewards.updated_at as reward_updated_at',
+    ]);
+}
+
+type JoinedRow = PointsProductRow & {
+  reward_name: string;
+  reward_description: string;
+  reward_image_url: string;
+  reward_created_at: number;
+  reward_updated_at: number;
+};
+
+function split(row: JoinedRow): StoredProduct {
+  const { reward_name, reward_description, reward_image_url, reward_created_at, reward_updated_at, ...product } = row;
+  return {
+    product,
+    reward: {
+      id: product.reward_id,
+      account_id: product.account_id,
+      name: reward_name,
+      description: reward_description,
+      image_url: reward_image_url,
+      created_at: reward_created_at,
+      updated_at: reward_updated_at,
+    },
+  };
+}
+
+/** Inserts products with their rewards (call inside a transaction); in input order. */
+export async function insertProducts(
+  db: Kysely<Database>,
+  accountId: number,
+  products: PointsProductInput[],
+  now: number,
+): Promise<StoredProduct[]> {
+  const created: StoredProduct[] = [];
+  for (const input of products) {
+    const reward = await db
+      .insertInto('rewards')
+      .values({
+        account_id: accountId,
+        name: input.reward.name,
+        description: input.reward.description ?? '',
+        image_url: input.reward.image_url ?? '',
+        created_at: now,
+        updated_at: now,
+      })
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    const variable = input.exchange_type === 'variable' ? input : null;
+    const product = await db
+      .insertInto('points_products')
+      .values({
+        account_id: accountId,
+        reward_id: reward.id,
+        enabled: input.enabled === false ? 0 : 1,
+        exchange_type: input.exchange_type,
+        points_price: input.exchange_type === 'fixed' ? input.points_price : null,
+        variable_points_step: variable?.variable_points_step ?? null,
+        variable_points_step_reward_value: variable?.variable_points_step_reward_value ?? null,
+        variable_points_min: variable?.variable_points_min ?? null,
+        variable_points_max: variable?.variable_points_max ?? null,
+        created_at: now,
+        updated_at: now,
+      })
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    created.push({ product, reward });
+  }
+  return created;
+}
+
+/** A product by id, with its reward; `accountId` limits it to one account. */
+export async function findProduct(
+  db: Kysely<Database>,
+  id: number,
+  accountId?: number,
+): Promise<StoredProduct | undefined> {
+  const row = await withRewards(db)
+    .where('points_products.id', '=', id)
+    .$if(accountId !== undefined, (q) => q.where('points_products.account_id', '=', accountId!))
+    .executeTakeFirst();
+  return row && split(row as JoinedRow);
+}
+
+/** Up to `rows` of the account's enabled products (of one exchange type), beyond `boundary`. */
+export async function findProductsPage(
+  db: Kysely<Database>,
+  accountId: number,
+  exchangeType: 'fixed' | 'variable' | undefined,
+  direction: Direction,
+  boundary: number | null,
+  rows: number,
+): Promise<StoredProduct[]> {
+  const found = await withRewards(db)
+    .where('points_products.account_id', '=', accountId)
+    .where('points_products.enabled', '=', 1)
+    .$if(exchangeType !== undefined, (q) => q.where('points_products.exchange_type', '=', exchangeType!))
+    .$if(boundary !== null, (q) => q.where('points_products.id', direction === 'next' ? '<' : '>', boundary!))
+    .orderBy('points_products.id', direction === 'next' ? 'desc' : 'asc')
+    .limit(rows)
+    .execute();
+  return found.map((row) => split(row as JoinedRow));
+}
+
+/** Every product of the account, enabled or not, newest first (the CLI's list). */
+export async function listProducts(db: Kysely<Database>, accountId: number): Promise<StoredProduct[]> {
+  const found = await withRewards(db)
+    .where('points_products.account_id', '=', accountId)
+    .orderBy('points_products.id', 'desc')
+    .execute();
+  return found.map((row) => split(row as JoinedRow));
+}
+
+/** Sets `enabled`; false when no product has this id. */
+export async function updateProductEnabled(db: Kysely<Database>, id: number, enabled: boolean, now: number) {
+  const result = await db
+    .updateTable('points_products')
+    .set({ enabled: enabled ? 1 : 0, updated_at: now })
+    .where('id', '=', id)
+    .executeTakeFirst();
+  return result.numUpdatedRows > 0n;
+}
+
+export async function insertPurchase(
+  db: Kysely<Database>,
+  purchase: Omit<PointsPurchaseRow, 'id'>,
+): Promise<PointsPurchaseRow> {
+  return db.insertInto('points_purchases').values(purchase).returningAll().executeTakeFirstOrThrow();
+}

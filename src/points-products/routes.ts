@@ -1,0 +1,105 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { fromFlatBodyValidation } from '../error-mapping.js';
+import { requireDecimalLimit } from '../http/pagination.js';
+import { authErrorResponses, badRequestResponse, errorRef, notFoundResponse } from '../http/schemas.js';
+import { writeErrorResponses } from '../points-transactions/routes.js';
+import { IdempotencyHeaders } from '../points-transactions/schemas.js';
+import {
+  PointsProductParams,
+  PointsProductResponse,
+  PointsProductsPage,
+  PointsProductsQuery,
+  PointsPurchaseResponse,
+  PurchaseBody,
+} from './schemas.js';
+
+const routes: FastifyPluginAsyncTypebox = async (app) => {
+  app.get(
+    '/v1/points_products',
+    {
+      config: { auth: { scope: 'points_product:read' } },
+      preValidation: requireDecimalLimit,
+      schema: {
+        operationId: 'listPointsProducts',
+        summary: 'List the points products the account sells, newest first',
+        description:
+          'The enabled products, in keyset pages of `id` descending. Filter: `exchange_type`. A cursor carries ' +
+          'its filter: sending it with another is `400 invalid_cursor`.',
+        tags: ['Points products'],
+        querystring: PointsProductsQuery,
+        response: { 200: PointsProductsPage, 400: badRequestResponse, ...authErrorResponses },
+      },
+    },
+    async (request) => app.services.pointsProducts.page(request.credential!.accountId, request.query),
+  );
+
+  app.get(
+    '/v1/points_products/:id',
+    {
+      config: { auth: { scope: 'points_product:read' } },
+      schema: {
+        operationId: 'getPointsProduct',
+        summary: 'Retrieve a points product',
+        description: "A disabled product, or an id the account does not have (another account's included), is `404`.",
+        tags: ['Points products'],
+        params: PointsProductParams,
+        response: {
+          200: PointsProductResponse,
+          400: badRequestResponse,
+          404: notFoundResponse,
+          ...authErrorResponses,
+        },
+      },
+    },
+    async (request) => ({
+      points_product: await app.services.pointsProducts.get(request.credential!.accountId, request.params.id),
+    }),
+  );
+
+  app.post(
+    '/v1/points_products/:id/purchase',
+    {
+      config: { auth: { scope: 'points_purchase:write' } },
+      // The body's fields stand at its top level: their failures are invalid_parameter, by name.
+      attachValidation: true,
+      schema: {
+        operationId: 'purchasePointsProduct',
+        summary: "Spend a customer's points on a points product",
+        description:
+          'In one transaction: a points transaction of minus the points, the purchase, and the reward ' +
+          'fulfillment with a new code. `422 insufficient_points` when the balance is short, `422 ' +
+          'customer_not_member` for a customer who is not a member; nothing is written then. Send an ' +
+          '`Idempotency-Key` to retry safely.',
+        tags: ['Points products'],
+        params: PointsProductParams,
+        headers: IdempotencyHeaders,
+        body: PurchaseBody,
+        response: {
+          201: PointsPurchaseResponse,
+          ...writeErrorResponses,
+          404: notFoundResponse,
+          422: errorRef('insufficient_points or customer_not_member; nothing was written'),
+          ...authErrorResponses,
+        },
+      },
+    },
+    async (request, reply) => {
+      if (request.validationError) {
+        const context = (request.validationError as { validationContext?: string }).validationContext;
+        if (context === 'body') throw fromFlatBodyValidation(request.validationError);
+        throw request.validationError;
+      }
+      reply.code(201);
+      const answer = await app.services.pointsProducts.purchase(
+        request.credential!.accountId,
+        request.params.id,
+        request.body,
+        request.headers['idempotency-key'],
+        (purchase) => reply.serialize({ points_purchase: purchase }) as string,
+      );
+      return reply.code(answer.status).type('application/json; charset=utf-8').send(answer.body);
+    },
+  );
+};
+
+export default routes;

@@ -1,0 +1,286 @@
+import type { Kysely } from 'kysely';
+import type { AccountsService } from '../accounts/service.js';
+import type { Clock } from '../clock.js';
+import { isoTime } from '../common-schemas.js';
+import { lockCustomer } from '../customers/repository.js';
+import { DomainError, invalidParameter, notFound } from '../errors.js';
+import { type Answer, fingerprint, type IdempotencyService } from '../idempotency/service.js';
+import { Cursors, keysetPage } from '../pagination/keyset.js';
+import { DEFAULT_LIMIT } from '../pagination/schemas.js';
+import type { PointsSettings } from '../points-settings/schemas.js';
+import type { PointsSettingsService } from '../points-settings/service.js';
+import { insufficientPoints, type PointsTransactionsService } from '../points-transactions/service.js';
+import { insertFulfillmentIfCodeFree } from '../reward-fulfillments/repository.js';
+import type { RewardFulfillment } from '../reward-fulfillments/schemas.js';
+import type { Database } from '../storage/schema.js';
+import { validate } from '../validate.js';
+import { newRewardCode } from './code.js';
+import {
+  findProduct,
+  findProductsPage,
+  insertProducts,
+  insertPurchase,
+  listProducts,
+  type StoredProduct,
+  updateProductEnabled,
+} from './repository.js';
+import {
+  type PointsProduct,
+  PointsProductInput,
+  PointsProductInputList,
+  type PointsProductsPage,
+  type PointsProductsQuery,
+  type PointsPurchase,
+  type PurchaseBody,
+} from './schemas.js';
+
+const POINTS_PRODUCTS_CURSOR = { resource: 'points_products', filtered: true };
+/** Draws of a new code when one is taken in the account (with 80 random bits, never more than one). */
+const CODE_ATTEMPTS = 5;
+
+/** A product as the CLI shows it: the API form and whether it is listed. */
+export type StoredPointsProduct = PointsProduct & { enabled: boolean };
+
+/**
+ * Points products: rewards for sale for points. A purchase spends the points, records the
+ * purchase and issues the reward's fulfillment (a code), all in one transaction.
+ */
+export class PointsProductsService {
+  private readonly cursors: Cursors;
+
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly clock: Clock,
+    private readonly accounts: AccountsService,
+    private readonly pointsSettings: PointsSettingsService,
+    private readonly ledger: PointsTransactionsService,
+    private readonly idempotency: IdempotencyService,
+  ) {
+    this.cursors = new Cursors(db, clock);
+  }
+
+  /** Creates one product (an object) or many (an array), all or nothing. */
+  async create(accountId: number, input: unknown): Promise<StoredPointsProduct | StoredPointsProduct[]> {
+    const many = Array.isArray(input);
+    const root = many ? 'points_products' : 'points_product';
+    const products = many ? validate(PointsProductInputList, input, root) : [validate(PointsProductInput, input, root)];
+    for (const [i, product] of products.entries()) checkSteps(product, many ? `${root}.${i}` : root);
+    await this.accounts.require(accountId);
+    const now = this.clock.now();
+    const created = await this.db.transaction().execute((trx) => insertProducts(trx, accountId, products, now));
+    const labels = await this.pointsSettings.get(accountId);
+    const shown = created.map((stored) => ({
+      ...toPointsProduct(stored, labels),
+      enabled: stored.product.enabled === 1,
+    }));
+    return many ? shown : shown[0]!;
+  }
+
+  /** One page of the account's enabled products, id descending, of one exchange type if asked. */
+  async page(accountId: number, query: PointsProductsQuery): Promise<PointsProductsPage> {
+    const [page, labels] = await Promise.all([
+      keysetPage({
+        codec: await this.cursors.codec(POINTS_PRODUCTS_CURSOR),
+        accountId,
+        limit: query.limit ?? DEFAULT_LIMIT,
+        cursor: query.cursor,
+        filters: JSON.stringify([query.exchange_type ?? null]),
+        fetch: async (direction, boundary, rows) =>
+          (await findProductsPage(this.db, accountId, query.exchange_type, direction, boundary, rows)).map((p) => ({
+            id: p.product.id,
+            stored: p,
+          })),
+      }),
+      this.pointsSettings.get(accountId),
+    ]);
+    return { points_products: page.items.map((item) => toPointsProduct(item.stored, labels)), metadata: page.metadata };
+  }
+
+  /** The account's enabled product; `404` for an id it does not have or a disabled product. */
+  async get(accountId: number, id: number): Promise<PointsProduct> {
+    const stored = await findProduct(this.db, id, accountId);
+    if (stored?.product.enabled !== 1) throw notFound(`points product ${id} does not exist`);
+    return toPointsProduct(stored, await this.pointsSettings.get(accountId));
+  }
+
+  /** Every product of the account, enabled or not, newest first (the CLI's list). */
+  async listAll(accountId: number): Promise<StoredPointsProduct[]> {
+    await this.accounts.require(accountId);
+    const labels = await this.pointsSettings.get(accountId);
+    return (await listProducts(this.db, accountId)).map((stored) => ({
+      ...toPointsProduct(stored, labels),
+      enabled: stored.product.enabled === 1,
+    }));
+  }
+
+  /** Lists and sells a product (`true`) or withdraws it (`false`); `404` for an unknown id. */
+  async setEnabled(id: number, enabled: boolean): Promise<StoredPointsProduct> {
+    if (!(await updateProductEnabled(this.db, id, enabled, this.clock.now()))) {
+      throw notFound(`points product ${id} does not exist`);
+    }
+    const stored = (await findProduct(this.db, id))!;
+    return {
+      ...toPointsProduct(stored, await this.pointsSettings.get(stored.product.account_id)),
+      enabled: stored.product.enabled === 1,
+    };
+  }
+
+  /**
+   * `POST /v1/points_products/{id}/purchase`: in one transaction a points transaction of
+   * `-points`, the purchase, and the reward's fulfillment with a new code; answers `201` with
+   * `serialize(purchase)`. Honours `Idempotency-Key`.
+   */
+  async purchase(
+    accountId: number,
+    productId: number,
+    body: PurchaseBody,
+    key: string | undefined,
+    serialize: (purchase: PointsPurchase) => string,
+  ): Promise<Answer> {
+    const request = {
+      accountId,
+      key,
+      fingerprint: fingerprint(`POST /v1/points_products/${productId}/purchase`, body),
+    };
+    return this.idempotency.run(request, 201, (trx) => this.purchaseIn(trx, accountId, productId, body), serialize);
+  }
+
+  private async purchaseIn(
+    trx: Kysely<Database>,
+    accountId: number,
+    productId: number,
+    body: PurchaseBody,
+  ): Promise<PointsPurchase> {
+    const stored = await findProduct(trx, productId, accountId);
+    if (stored?.product.enabled !== 1) throw notFound(`points product ${productId} does not exist`);
+    const { product, reward } = stored;
+    const points = pointsToSpend(stored, body.points_to_spend);
+    const customer = await lockCustomer(trx, accountId, body.customer_id);
+    if (!customer) throw invalidParameter('customer_id', 'names no customer of this account');
+    if (customer.state !== 'member') {
+      throw new DomainError(
+        'customer_not_member',
+        `customer ${customer.id} is ${customer.state}: only members spend points`,
+      );
+    }
+    // Refused before anything is written (the ledger would refuse it too).
+    if (customer.points_balance < points) throw insufficientPoints(customer, -points);
+    const now = this.clock.now();
+    const purchase = await insertPurchase(trx, {
+      account_id: accountId,
+      customer_id: customer.id,
+      points_product_id: product.id,
+      points_spent: points,
+      created_at: now,
+      updated_at: now,
+    });
+    const entry = {
+      pointsChange: -points,
+      description: reward.name,
+      internalNote: null,
+      pointsPurchaseId: purchase.id,
+    };
+    await this.ledger.post(trx, customer, entry, now);
+    const fulfillment = await this.issue(trx, {
+      accountId,
+      customerId: customer.id,
+      purchaseId: purchase.id,
+      reward,
+      now,
+    });
+    return {
+      id: purchase.id,
+      customer_id: purchase.customer_id,
+      points_product_id: purchase.points_product_id,
+      points_spent: purchase.points_spent,
+      reward_fulfillment: fulfillment,
+      created_at: isoTime(purchase.created_at),
+      updated_at: isoTime(purchase.updated_at),
+    };
+  }
+
+  /** The fulfillment of a purchase, with a code no other fulfillment of the account has. */
+  private async issue(
+    trx: Kysely<Database>,
+    what: { accountId: number; customerId: number; purchaseId: number; reward: StoredProduct['reward']; now: number },
+  ): Promise<RewardFulfillment> {
+    for (let attempt = 1; attempt <= CODE_ATTEMPTS; attempt++) {
+      const fulfillment = await insertFulfillmentIfCodeFree(trx, {
+        account_id: what.accountId,
+        customer_id: what.customerId,
+        points_purchase_id: what.purchaseId,
+        name: what.reward.name,
+        code: newRewardCode(),
+        image_url: what.reward.image_url,
+        fulfillment_status: 'issued',
+        usage_status: 'unused',
+        created_at: what.now,
+        updated_at: what.now,
+      });
+      if (fulfillment) return fulfillment;
+    }
+    throw new Error(`no free reward code in ${CODE_ATTEMPTS} draws`);
+  }
+}
+
+/** The points a purchase spends: the price of a fixed product, or a valid `points_to_spend`. */
+function pointsToSpend({ product }: StoredProduct, requested: number | undefined): number {
+  if (product.exchange_type === 'fixed') {
+    if (requested !== undefined) {
+      throw invalidParameter('points_to_spend', 'must be left out: this product has a fixed price');
+    }
+    return product.points_price!;
+  }
+  const step = product.variable_points_step!;
+  const min = product.variable_points_min!;
+  const max = product.variable_points_max!;
+  if (requested === undefined) throw invalidParameter('points_to_spend', 'is required for a variable product');
+  if (requested % step !== 0 || requested < min || requested > max) {
+    throw invalidParameter('points_to_spend', `must be a multiple of ${step} from ${min} to ${max}`);
+  }
+  return requested;
+}
+
+/** A variable product's minimum and maximum are multiples of its step, the maximum at least the minimum. */
+function checkSteps(product: PointsProductInput, root: string): void {
+  if (product.exchange_type !== 'variable') return;
+  const step = product.variable_points_step;
+  for (const field of ['variable_points_min', 'variable_points_max'] as const) {
+    if (product[field] % step !== 0)
+      throw invalidParameter(`${root}.${field}`, `must be a multiple of variable_points_step (${step})`);
+  }
+  if (product.variable_points_max < product.variable_points_min) {
+    throw invalidParameter(`${root}.variable_points_max`, 'must be at least variable_points_min');
+  }
+}
+
+/** `n Points` in the account's labels (`one` for exactly 1). */
+function pointsText(n: number, settings: PointsSettings): string {
+  return `${n} ${n === 1 ? settings.points_label.one : settings.points_label.other}`;
+}
+
+function toPointsProduct({ product, reward }: StoredProduct, labels: PointsSettings): PointsProduct {
+  const fixed = product.exchange_type === 'fixed';
+  return {
+    id: product.id,
+    exchange_type: product.exchange_type,
+    exchange_description: fixed
+      ? pointsText(product.points_price!, labels)
+      : `${product.variable_points_step_reward_value} off for every ${pointsText(product.variable_points_step!, labels)}`,
+    points_price: product.points_price,
+    variable_points_step: product.variable_points_step,
+    variable_points_step_reward_value: product.variable_points_step_reward_value,
+    variable_points_min: product.variable_points_min,
+    variable_points_max: product.variable_points_max,
+    reward: {
+      id: reward.id,
+      name: reward.name,
+      description: reward.description,
+      image_url: reward.image_url,
+      created_at: isoTime(reward.created_at),
+      updated_at: isoTime(reward.updated_at),
+    },
+    created_at: isoTime(product.created_at),
+    updated_at: isoTime(product.updated_at),
+  };
+}

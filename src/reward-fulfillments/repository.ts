@@ -1,0 +1,80 @@
+import type { Insertable, Kysely } from 'kysely';
+import { isoTime } from '../common-schemas.js';
+import type { Direction } from '../pagination/cursor.js';
+import type { Database, RewardFulfillmentRow, RewardFulfillmentsTable } from '../storage/schema.js';
+import type { RewardFulfillment } from './schemas.js';
+
+/** Inserts a fulfillment unless its code is taken in the account (then undefined: draw another code). */
+export async function insertFulfillmentIfCodeFree(
+  db: Kysely<Database>,
+  fulfillment: Insertable<RewardFulfillmentsTable>,
+): Promise<RewardFulfillment | undefined> {
+  const row = await db
+    .insertInto('reward_fulfillments')
+    .values(fulfillment)
+    .onConflict((oc) => oc.columns(['account_id', 'code']).doNothing())
+    .returningAll()
+    .executeTakeFirst();
+  return row && toRewardFulfillment(row);
+}
+
+export interface FulfillmentFilters {
+  customerId?: number;
+  fulfillmentStatus?: RewardFulfillment['fulfillment_status'];
+  usageStatus?: RewardFulfillment['usage_status'];
+  updatedAtMin?: number;
+}
+
+/** Up to `rows` of the account's fulfillments matching `filters`, beyond `boundary` (see keysetPage). */
+export async function findFulfillmentsPage(
+  db: Kysely<Database>,
+  accountId: number,
+  filters: FulfillmentFilters,
+  direction: Direction,
+  boundary: number | null,
+  rows: number,
+): Promise<RewardFulfillment[]> {
+  const found = await db
+    .selectFrom('reward_fulfillments')
+    .selectAll()
+    .where('account_id', '=', accountId)
+    .$if(filters.customerId !== undefined, (q) => q.where('customer_id', '=', filters.customerId!))
+    .$if(filters.fulfillmentStatus !== undefined, (q) => q.where('fulfillment_status', '=', filters.fulfillmentStatus!))
+    .$if(filters.usageStatus !== undefined, (q) => q.where('usage_status', '=', filters.usageStatus!))
+    .$if(filters.updatedAtMin !== undefined, (q) => q.where('updated_at', '>=', filters.updatedAtMin!))
+    .$if(boundary !== null, (q) => q.where('id', direction === 'next' ? '<' : '>', boundary!))
+    .orderBy('id', direction === 'next' ? 'desc' : 'asc')
+    .limit(rows)
+    .execute();
+  return found.map(toRewardFulfillment);
+}
+
+/** The fulfillment a purchase issued. */
+export async function findPurchaseFulfillment(db: Kysely<Database>, purchaseId: number): Promise<RewardFulfillment> {
+  const row = await db
+    .selectFrom('reward_fulfillments')
+    .selectAll()
+    .where('points_purchase_id', '=', purchaseId)
+    .executeTakeFirstOrThrow();
+  return toRewardFulfillment(row);
+}
+
+export function toRewardFulfillment(row: RewardFulfillmentRow): RewardFulfillment {
+  return {
+    id: row.id,
+    name: row.name,
+    code: row.code,
+    customer_id: row.customer_id,
+    fulfillment_status: row.fulfillment_status,
+    image_url: row.image_url,
+    action_text: null,
+    action_url: null,
+    usage_instructions: null,
+    terms_and_conditions: null,
+    expires_at: null,
+    usage_status: row.usage_status,
+    used_at: null,
+    created_at: isoTime(row.created_at),
+    updated_at: isoTime(row.updated_at),
+  };
+}

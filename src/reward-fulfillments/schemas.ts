@@ -1,0 +1,52 @@
+import { type Static, Type } from 'typebox';
+import { Id } from '../common-schemas.js';
+import { PageMetadata, pageParams, UpdatedAtMin } from '../pagination/schemas.js';
+
+export const FulfillmentStatus = Type.Union(
+  [Type.Literal('pending'), Type.Literal('issued'), Type.Literal('cancelled'), Type.Literal('failed')],
+  { description: 'Whether the reward is available to the customer' },
+);
+export const UsageStatus = Type.Union([Type.Literal('used'), Type.Literal('unused'), Type.Literal('untracked')], {
+  description: 'Whether the customer has used the reward',
+});
+
+/** A reward issued to a customer, with its code (the reference's RewardFulfillment). */
+export const RewardFulfillment = Type.Object(
+  {
+    id: Type.Integer({ description: 'Identifier of the reward fulfillment' }),
+    name: Type.String({ description: 'Name of the reward issued' }),
+    code: Type.String({
+      description:
+        'The code the customer applies (16 characters of A–Z and 2–9 without I and O), unique in the account',
+    }),
+    customer_id: Type.Integer({ description: 'The customer it was issued to' }),
+    fulfillment_status: FulfillmentStatus,
+    image_url: Type.String({ description: 'Image of the reward; "" when it has none' }),
+    action_text: Type.Union([Type.String(), Type.Null()], { description: 'Call to action; null' }),
+    action_url: Type.Union([Type.String(), Type.Null()], { description: 'Where to use it; null' }),
+    usage_instructions: Type.Union([Type.String(), Type.Null()], { description: 'How to use it; null' }),
+    terms_and_conditions: Type.Union([Type.String(), Type.Null()], { description: 'Its restrictions; null' }),
+    expires_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], { description: 'null: never expires' }),
+    usage_status: UsageStatus,
+    used_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], { description: 'When it was used; null' }),
+    created_at: Type.String({ format: 'date-time' }),
+    updated_at: Type.String({ format: 'date-time' }),
+  },
+  { $id: 'RewardFulfillment' },
+);
+export type RewardFulfillment = Static<typeof RewardFulfillment>;
+
+export const RewardFulfillmentsPage = Type.Object(
+  { reward_fulfillments: Type.Array(RewardFulfillment), metadata: PageMetadata },
+  { description: 'A page of reward fulfillments, id descending' },
+);
+export type RewardFulfillmentsPage = Static<typeof RewardFulfillmentsPage>;
+
+export const RewardFulfillmentsQuery = Type.Object({
+  ...pageParams('reward fulfillments'),
+  customer_id: Type.Optional(Id('Only the fulfillments of this customer')),
+  fulfillment_status: Type.Optional(FulfillmentStatus),
+  usage_status: Type.Optional(UsageStatus),
+  updated_at_min: UpdatedAtMin('reward fulfillments'),
+});
+export type RewardFulfillmentsQuery = Static<typeof RewardFulfillmentsQuery>;
