@@ -1,4 +1,4 @@
-import { type Insertable, type Kysely, PostgresAdapter } from 'kysely';
+import { type Insertable, type Kysely, PostgresAdapter, type SelectQueryBuilder } from 'kysely';
 import type { Direction } from '../pagination/cursor.js';
 import type { CustomerRow, CustomerState, CustomersTable, Database } from '../storage/schema.js';
 import type { CustomerSummary } from './schemas.js';
@@ -9,7 +9,10 @@ import type { CustomerSummary } from './schemas.js';
  */
 export async function insertCustomerIfAbsent(
   db: Kysely<Database>,
-  customer: Insertable<CustomersTable>,
+  customer: Omit<Insertable<CustomersTable>, 'vip_tier_id'> & {
+    /** The tier, or a subquery that finds it in the same statement. */
+    vip_tier_id?: number | null | SelectQueryBuilder<Database, 'vip_tiers', { id: number }>;
+  },
 ): Promise<CustomerSummary | undefined> {
   const row = await db
     .insertInto('customers')

@@ -101,6 +101,20 @@ function tierOf(eb: ExpressionBuilder<Database, 'customers'>) {
 }
 
 /**
+ * The same rule for a customer who has earned `points` (a new customer: 0), as a subquery to
+ * write into an INSERT: no statement of its own.
+ */
+export function tierForPoints(db: Kysely<Database>, accountId: number, points: number) {
+  return db
+    .selectFrom('vip_tiers')
+    .select('id')
+    .where('account_id', '=', accountId)
+    .where('milestone', '<=', points)
+    .orderBy('milestone', 'desc')
+    .limit(1);
+}
+
+/**
  * Puts customers in the tier their points earned give them, touching only those whose tier
  * changes: every customer of the account (after a tier changed), or one (after a ledger change).
  * Call inside the transaction of the change.

@@ -174,4 +174,33 @@ describe.skipIf(testEngine !== 'sqlite')('SQLite write lock held by another proc
       holder.close();
     }
   });
+
+  it('keeps answering while a write waits for the lock, and the write goes through once it is free', async () => {
+    const holder = new SqliteDatabase(database.url.slice('sqlite:'.length));
+    try {
+      holder.exec('begin immediate');
+      const order: string[] = [];
+      // A write waiting for the lock must not stop the process: better-sqlite3 would sleep in its
+      // busy handler, the process would answer nothing until the lock came free.
+      const write = sendJson(server.url, 'POST', CREATE_OR_UPDATE, tenant.accessToken, {
+        customer_identity: { distinct_id: 'waits', email: 'waits@example.com' },
+      }).then((reply) => {
+        order.push('write');
+        return reply;
+      });
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const health = await send(server.url, { path: '/healthz' });
+      order.push('healthz');
+      expect(health.status, health.body).toBe(200);
+      const read = await sendJson(server.url, 'GET', '/v1/customers', tenant.apiKey);
+      order.push('read');
+      holder.exec('rollback');
+      expect((await write).status).toBe(201);
+      expect(order).toEqual(['healthz', 'read', 'write']);
+      expect(read.status, read.body).toBe(200);
+    } finally {
+      if (holder.inTransaction) holder.exec('rollback');
+      holder.close();
+    }
+  });
 });

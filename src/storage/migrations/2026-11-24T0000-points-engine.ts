@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { type Kysely, sql } from 'kysely';
 import { isPostgres } from './dialect.js';
 
@@ -167,6 +168,14 @@ export async function up(db: Kysely<any>): Promise<void> {
     .execute();
   // Purging the keys past their 24 hours.
   await db.schema.createIndex('idempotency_keys_created').on('idempotency_keys').column('created_at').execute();
+
+  // The cursor HMAC key, made now rather than by the first list request: that request would
+  // otherwise write (and wait for the write lock) on its way to reading. Kept if it exists.
+  await db
+    .insertInto('server_secrets')
+    .values({ name: 'cursor_hmac_key', value: randomBytes(32).toString('base64'), created_at: Date.now() })
+    .onConflict((oc: any) => oc.column('name').doNothing())
+    .execute();
 
   if (pg) {
     await sql`
