@@ -17,6 +17,9 @@ export const HttpUrl = (description: string) =>
 /** A row id in a path or body: a positive integer JSON keeps exactly. */
 export const Id = (description: string) => Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description });
 
+/** An integer, or null where the field does not apply. */
+export const NullableInteger = (description: string) => Type.Union([Type.Integer(), Type.Null()], { description });
+
 /** An instant as the API writes it: ISO 8601 in UTC with milliseconds. */
 export const Timestamp = (description: string) => Type.String({ format: 'date-time', description });
 

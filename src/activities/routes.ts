@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { FastifyRequest } from 'fastify';
+import { trimBodyEmail } from '../email.js';
 import { authErrorResponses, badRequestResponse, errorRef } from '../http/schemas.js';
 import { ActivityResponse, CreateActivityBody } from './schemas.js';
 
@@ -9,7 +9,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
     {
       config: { auth: { scope: 'activity:write' } },
       // Before validation, so " Jane@X.com " passes the email format, as in create_or_update.
-      preValidation: async (request) => trimCustomerEmail(request),
+      preValidation: trimBodyEmail('activity', 'customer_email'),
       schema: {
         operationId: 'createActivity',
         summary: 'Record an activity: what a customer did, evaluated against the earning rules',
@@ -37,12 +37,5 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
     },
   );
 };
-
-function trimCustomerEmail(request: FastifyRequest): void {
-  const activity = (request.body as { activity?: unknown } | null | undefined)?.activity;
-  if (typeof activity !== 'object' || activity === null || Array.isArray(activity)) return;
-  const email = (activity as Record<string, unknown>).customer_email;
-  if (typeof email === 'string') (activity as Record<string, unknown>).customer_email = email.trim();
-}
 
 export default routes;

@@ -4,7 +4,7 @@ import type { ActivityType } from '../activity-types/schemas.js';
 import type { Clock } from '../clock.js';
 import { isoTime } from '../common-schemas.js';
 import { lockCustomer } from '../customers/repository.js';
-import { CustomerNotVisible, type CustomersService } from '../customers/service.js';
+import { CustomerNotVisible, type CustomersService, parseTime } from '../customers/service.js';
 import { findBoundRules } from '../earning-rules/repository.js';
 import { type EarningRule, MAX_POINTS_PER_CREDIT } from '../earning-rules/schemas.js';
 import { DomainError, invalidParameter } from '../errors.js';
@@ -154,10 +154,7 @@ export class ActivitiesService {
 /** The activity's time: created_on_origin_at (at most 5 minutes ahead), or when it was received. */
 function activityTime(createdOnOriginAt: string | undefined, receivedAt: number): number {
   if (createdOnOriginAt === undefined) return receivedAt;
-  const time = Date.parse(createdOnOriginAt);
-  if (Number.isNaN(time)) {
-    throw invalidParameter('activity.created_on_origin_at', 'must be an ISO 8601 date-time that names an instant');
-  }
+  const time = parseTime(createdOnOriginAt, 'activity.created_on_origin_at');
   if (time > receivedAt + MAX_CLOCK_SKEW_MS) {
     throw invalidParameter('activity.created_on_origin_at', 'must be at most 5 minutes in the future');
   }

@@ -1,6 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { FastifyRequest } from 'fastify';
-import { trimEmail } from '../email.js';
+import { trimBodyEmail } from '../email.js';
 import { authErrorResponses, badRequestResponse, errorRef } from '../http/schemas.js';
 import { CreateOrUpdateBody, CustomerIdentityResponse } from './schemas.js';
 
@@ -10,7 +9,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
     {
       config: { auth: { scope: 'customer_identity:write', accessTokenOnly: true } },
       // Before validation, so " Jane@X.com " passes the email format; see trimEmail.
-      preValidation: async (request) => trimBodyEmail(request),
+      preValidation: trimBodyEmail('customer_identity'),
       schema: {
         operationId: 'createOrUpdateCustomerIdentity',
         summary: 'Create or update a customer identity, linking it to the customer with its email',
@@ -39,11 +38,5 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
     },
   );
 };
-
-function trimBodyEmail(request: FastifyRequest): void {
-  const body = request.body as { customer_identity?: unknown } | null | undefined;
-  if (typeof body !== 'object' || body === null || !('customer_identity' in body)) return;
-  body.customer_identity = trimEmail(body.customer_identity);
-}
 
 export default routes;

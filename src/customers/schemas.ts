@@ -1,5 +1,5 @@
 import { type Static, Type } from 'typebox';
-import { Id, NO_NUL } from '../common-schemas.js';
+import { Id, NO_NUL, NullableInteger } from '../common-schemas.js';
 import { PageMetadata, pageParams, UpdatedAtMin } from '../pagination/schemas.js';
 
 export const CUSTOMER_LIMITS = {
@@ -45,18 +45,16 @@ export const CustomerStateSchema = Type.Union(
   { description: 'State in the loyalty program: only members earn and spend points' },
 );
 
-const nullableInteger = (description: string) => Type.Union([Type.Integer(), Type.Null()], { description });
-
 /** The customer's place in the all-time VIP program. */
 export const VipStatus = Type.Object(
   {
-    vip_tier_id: nullableInteger('Current VIP tier, or null'),
+    vip_tier_id: NullableInteger('Current VIP tier, or null'),
     vip_tier_expires_at: Type.Null({ description: 'Always null: tiers of an all-time program do not expire' }),
     progress_value: Type.Integer({ description: 'Points earned so far (all time; spending never lowers it)' }),
     current_vip_period_end: Type.Null({ description: 'Always null: an all-time program has no periods' }),
     delta_to_retain_vip_tier: Type.Null({ description: 'Always null: an all-time tier is kept for good' }),
-    next_vip_tier_id: nullableInteger('The tier with the next milestone above the points earned, or null'),
-    delta_to_next_vip_tier: nullableInteger('Points still to earn to reach the next tier, or null'),
+    next_vip_tier_id: NullableInteger('The tier with the next milestone above the points earned, or null'),
+    delta_to_next_vip_tier: NullableInteger('Points still to earn to reach the next tier, or null'),
   },
   { $id: 'VipStatus' },
 );
@@ -75,7 +73,7 @@ export const Customer = Type.Object(
       description: 'Current points balance: the sum of the points transactions, never below 0',
     }),
     referral_url: Type.Union([Type.String(), Type.Null()], { description: 'Referral URL, or null' }),
-    vip_tier_id: nullableInteger('Current VIP tier (deprecated: read vip_status.vip_tier_id)'),
+    vip_tier_id: NullableInteger('Current VIP tier (deprecated: read vip_status.vip_tier_id)'),
     vip_status: VipStatus,
     created_at: Type.String({ format: 'date-time' }),
     updated_at: Type.String({ format: 'date-time', description: 'Last change, a points balance change included' }),

@@ -68,7 +68,7 @@ export class CustomersService {
         accountId,
         limit: query.limit ?? DEFAULT_LIMIT,
         cursor: query.cursor,
-        filters: JSON.stringify([filters.emailNormalized ?? null, filters.state ?? null, filters.updatedAtMin ?? null]),
+        filters,
         fetch: (direction, boundary, rows) => findCustomersPage(this.db, accountId, filters, direction, boundary, rows),
       }),
       listTiers(this.db, accountId),
@@ -104,9 +104,7 @@ export class CustomersService {
   async create(accountId: number, input: unknown): Promise<CustomerSummary> {
     const customer = validate(CustomerInput, trimEmail(input), 'customer');
     await this.accounts.require(accountId);
-    const created = await this.db
-      .transaction()
-      .execute((trx) => this.insertPlaced(trx, accountId, customer, this.clock.now()));
+    const created = await this.insertPlaced(this.db, accountId, customer, this.clock.now());
     if (created) return created;
     const existing = await findCustomerByEmail(this.db, accountId, normalizeEmail(customer.email));
     throw new DomainError('invalid_parameter', `a customer with this email already exists (id ${existing?.id})`, [

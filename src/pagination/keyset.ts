@@ -57,8 +57,12 @@ export interface PageRequest<T> {
   accountId: number;
   limit: number;
   cursor: string | undefined;
-  /** The list's filters in one canonical string (a filtered codec binds cursors to it). */
-  filters?: string;
+  /**
+   * The list's filters (a filtered codec binds cursors to them): an object built in a fixed key
+   * order, absent filters left out, each value normalised (an instant as epoch ms), so that one
+   * set of filters has one JSON form.
+   */
+  filters?: object;
   fetch: FetchRows<T>;
 }
 
@@ -69,7 +73,8 @@ export interface PageRequest<T> {
  * or be skipped.
  */
 export async function keysetPage<T extends { id: number }>(request: PageRequest<T>): Promise<Page<T>> {
-  const { codec, accountId, limit, filters = '', fetch } = request;
+  const { codec, accountId, limit, fetch } = request;
+  const filters = JSON.stringify(request.filters ?? {});
   const from = request.cursor === undefined ? null : codec.decode(request.cursor, accountId, filters);
   const direction: Direction = from?.direction ?? 'next';
 

@@ -1,10 +1,8 @@
 import { type Static, Type } from 'typebox';
-import { byConstant, HttpUrl, Id, NO_NUL, Text } from '../common-schemas.js';
+import { byConstant, HttpUrl, Id, NO_NUL, NullableInteger, Text } from '../common-schemas.js';
 import { MAX_POINTS_PER_CREDIT } from '../earning-rules/schemas.js';
 import { PageMetadata, pageParams } from '../pagination/schemas.js';
 import { RewardFulfillment } from '../reward-fulfillments/schemas.js';
-
-const nullableInteger = (description: string) => Type.Union([Type.Integer(), Type.Null()], { description });
 
 /** What a purchase issues (the reference's Reward). */
 export const Reward = Type.Object(
@@ -30,11 +28,11 @@ export const PointsProduct = Type.Object(
     exchange_description: Type.String({
       description: "How points are exchanged for the reward, in the account's points labels",
     }),
-    points_price: nullableInteger('The price in points (fixed only; otherwise null)'),
-    variable_points_step: nullableInteger('Points per step (variable only)'),
-    variable_points_step_reward_value: nullableInteger('Reward value per step (variable only)'),
-    variable_points_min: nullableInteger('Fewest points to spend (variable only)'),
-    variable_points_max: nullableInteger('Most points to spend (variable only)'),
+    points_price: NullableInteger('The price in points (fixed only; otherwise null)'),
+    variable_points_step: NullableInteger('Points per step (variable only)'),
+    variable_points_step_reward_value: NullableInteger('Reward value per step (variable only)'),
+    variable_points_min: NullableInteger('Fewest points to spend (variable only)'),
+    variable_points_max: NullableInteger('Most points to spend (variable only)'),
     reward: Reward,
     created_at: Type.String({ format: 'date-time' }),
     updated_at: Type.String({ format: 'date-time' }),

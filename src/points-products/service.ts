@@ -84,7 +84,7 @@ export class PointsProductsService {
         accountId,
         limit: query.limit ?? DEFAULT_LIMIT,
         cursor: query.cursor,
-        filters: JSON.stringify([query.exchange_type ?? null]),
+        filters: query.exchange_type === undefined ? {} : { exchangeType: query.exchange_type },
         fetch: async (direction, boundary, rows) =>
           (await findProductsPage(this.db, accountId, query.exchange_type, direction, boundary, rows)).map((p) => ({
             id: p.product.id,

@@ -142,7 +142,7 @@ export class PointsTransactionsService {
       accountId,
       limit: query.limit ?? DEFAULT_LIMIT,
       cursor: query.cursor,
-      filters: JSON.stringify([filters.customerId ?? null, filters.updatedAtMin ?? null]),
+      filters,
       fetch: (direction, boundary, rows) =>
         findPointsTransactionsPage(this.db, accountId, filters, direction, boundary, rows),
     });

@@ -35,12 +35,7 @@ export class RewardFulfillmentsService {
       accountId,
       limit: query.limit ?? DEFAULT_LIMIT,
       cursor: query.cursor,
-      filters: JSON.stringify([
-        filters.customerId ?? null,
-        filters.fulfillmentStatus ?? null,
-        filters.usageStatus ?? null,
-        filters.updatedAtMin ?? null,
-      ]),
+      filters,
       fetch: (direction, boundary, rows) =>
         findFulfillmentsPage(this.db, accountId, filters, direction, boundary, rows),
     });
