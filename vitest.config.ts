@@ -27,6 +27,7 @@ const BOTH_ENGINES = [
   'test/points-transactions/**/*.test.ts',
   'test/vip-tiers/**/*.test.ts',
   'test/points-products/**/*.test.ts',
+  'test/admin/**/*.test.ts',
 ];
 
 export default defineConfig({

@@ -5,6 +5,7 @@ import Fastify, { type FastifyInstance, type FastifyReply, type FastifyServerOpt
 import type { Redis } from 'ioredis';
 import { Type } from 'typebox';
 import activityRoutes from './activities/routes.js';
+import adminRoutes from './admin/routes.js';
 import { type Clock, systemClock } from './clock.js';
 import type { Config } from './config.js';
 import customerIdentityRoutes from './customer-identities/routes.js';
@@ -182,6 +183,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   await app.register(pointsProductRoutes);
   await app.register(rewardFulfillmentRoutes);
   await app.register(oauthRoutes, { config });
+  await app.register(adminRoutes, { prefix: '/admin' });
 
   // The overload check and authentication come last among the plugins, yet their onRequest hooks
   // run for every route, in this order (after the HTTPS and shutdown rules): overload is refused

@@ -1,6 +1,7 @@
 import { AccountsService } from './accounts/service.js';
 import { ActivitiesService } from './activities/service.js';
 import { ActivityTypesService } from './activity-types/service.js';
+import { ReportsService } from './admin/service.js';
 import { AppsService } from './apps/service.js';
 import { CredentialsService } from './auth/service.js';
 import type { Clock } from './clock.js';
@@ -38,6 +39,7 @@ export interface Services {
   pointsSettings: PointsSettingsService;
   pointsProducts: PointsProductsService;
   rewardFulfillments: RewardFulfillmentsService;
+  reports: ReportsService;
 }
 
 export interface ServiceOptions {
@@ -85,5 +87,6 @@ export function createServices(db: Db, options: ServiceOptions): Services {
       idempotency,
     ),
     rewardFulfillments: new RewardFulfillmentsService(db.kysely, clock),
+    reports: new ReportsService(db.kysely, clock),
   };
 }

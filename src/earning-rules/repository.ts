@@ -50,9 +50,35 @@ export async function listRules(
   return (await query.orderBy('earning_rules.id', 'desc').execute()).map(toStoredEarningRule);
 }
 
-/** One rule as the CLI shows it, or undefined. */
-async function findStoredRule(db: Executor, id: number): Promise<StoredEarningRule | undefined> {
-  const row = await withActivityToken(db).where('earning_rules.id', '=', id).executeTakeFirst();
+/**
+ * Up to `rows` of the account's rules, disabled ones too, beyond `boundary` in `direction`,
+ * nearest first, with their activity tokens: the console's pages.
+ */
+export async function findStoredPage(
+  db: Executor,
+  accountId: number,
+  direction: Direction,
+  boundary: number | null,
+  rows: number,
+): Promise<StoredEarningRule[]> {
+  let query = withActivityToken(db).where('earning_rules.account_id', '=', accountId);
+  if (boundary !== null) query = query.where('earning_rules.id', direction === 'next' ? '<' : '>', boundary);
+  const found = await query
+    .orderBy('earning_rules.id', direction === 'next' ? 'desc' : 'asc')
+    .limit(rows)
+    .execute();
+  return found.map(toStoredEarningRule);
+}
+
+/** One rule as the CLI shows it (of `accountId` only, when given), or undefined. */
+export async function findStoredRule(
+  db: Executor,
+  id: number,
+  accountId?: number,
+): Promise<StoredEarningRule | undefined> {
+  let query = withActivityToken(db).where('earning_rules.id', '=', id);
+  if (accountId !== undefined) query = query.where('earning_rules.account_id', '=', accountId);
+  const row = await query.executeTakeFirst();
   return row && toStoredEarningRule(row);
 }
 
@@ -150,6 +176,30 @@ export async function updateRuleEnabled(
     .executeTakeFirst();
   if (!row) return undefined;
   await bumpRulesVersion(db, row.account_id);
+  return findStoredRule(db, id);
+}
+
+/**
+ * Replaces every field of the account's rule `id` (call inside a transaction); the updated rule,
+ * or undefined when the account has no rule with that id.
+ */
+export async function updateRule(
+  db: Executor,
+  accountId: number,
+  id: number,
+  rule: NewRule,
+  now: number,
+): Promise<StoredEarningRule | undefined> {
+  const { account_id: _account, created_at: _created, ...fields } = toRow(accountId, rule, now);
+  const row = await db
+    .updateTable('earning_rules')
+    .set(fields)
+    .where('id', '=', id)
+    .where('account_id', '=', accountId)
+    .returning('id')
+    .executeTakeFirst();
+  if (!row) return undefined;
+  await bumpRulesVersion(db, accountId);
   return findStoredRule(db, id);
 }
 

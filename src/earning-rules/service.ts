@@ -3,13 +3,23 @@ import { findActivityTypeByToken } from '../activity-types/repository.js';
 import type { ActivityType } from '../activity-types/schemas.js';
 import type { Clock } from '../clock.js';
 import { invalidParameter, notFound } from '../errors.js';
-import { EARNING_RULES_CURSOR } from '../pagination/cursor.js';
+import { ALL_EARNING_RULES_CURSOR, EARNING_RULES_CURSOR } from '../pagination/cursor.js';
 import { Cursors, keysetPage } from '../pagination/keyset.js';
 import { DEFAULT_LIMIT } from '../pagination/schemas.js';
 import type { Db } from '../storage/db.js';
 import { validate } from '../validate.js';
 import { RulesPages } from './page-cache.js';
-import { deleteRule, findPage, insertRules, listRules, type NewRule, updateRuleEnabled } from './repository.js';
+import {
+  deleteRule,
+  findPage,
+  findStoredPage,
+  findStoredRule,
+  insertRules,
+  listRules,
+  type NewRule,
+  updateRule,
+  updateRuleEnabled,
+} from './repository.js';
 import { EarningRuleInput, EarningRuleInputList, type EarningRulesPage, type StoredEarningRule } from './schemas.js';
 
 /** Bytes of serialised pages one service (one database) keeps: well over a thousand full 50-rule pages. */
@@ -79,6 +89,22 @@ export class EarningRulesService {
     return many ? created : created[0]!;
   }
 
+  /**
+   * Replaces every field of the account's rule `id` with `input` (a whole rule, as `create` takes
+   * it; `enabled` absent keeps it enabled); `404 not_found` when the account has no such rule.
+   */
+  async update(accountId: number, id: number, input: unknown): Promise<StoredEarningRule> {
+    const rule = validate(EarningRuleInput, input, 'earning_rule');
+    const types = await this.activityTypesOf(accountId, [rule], 'earning_rule');
+    const now = this.clock.now();
+    const updated = await this.db.kysely
+      .transaction()
+      .execute((trx) => updateRule(trx, accountId, id, withDefaults(rule, types), now));
+    this.pages.changed(accountId);
+    if (!updated) throw notFound(`earning rule ${id} does not exist`);
+    return updated;
+  }
+
   /** The account's activity types the rules name, by token; `400` naming a token the account does not have. */
   private async activityTypesOf(accountId: number, rules: EarningRuleInput[], root: string) {
     const types = new Map<string, ActivityType>();
@@ -91,6 +117,24 @@ export class EarningRulesService {
       types.set(token, type);
     }
     return types;
+  }
+
+  /** One page of all the account's rules, disabled ones too, id descending (the console's list). */
+  async pageAll(accountId: number, query: { limit?: number; cursor?: string }) {
+    return keysetPage({
+      codec: await this.cursors.codec(ALL_EARNING_RULES_CURSOR),
+      accountId,
+      limit: query.limit ?? DEFAULT_LIMIT,
+      cursor: query.cursor,
+      fetch: (direction, boundary, rows) => findStoredPage(this.db.kysely, accountId, direction, boundary, rows),
+    });
+  }
+
+  /** The account's rule `id` as the CLI shows it; `404 not_found` when the account has none. */
+  async getStored(accountId: number, id: number): Promise<StoredEarningRule> {
+    const rule = await findStoredRule(this.db.kysely, id, accountId);
+    if (!rule) throw notFound(`earning rule ${id} does not exist`);
+    return rule;
   }
 
   /** Every rule of the account, newest first; disabled ones too with `includeDisabled`. */

@@ -10,6 +10,51 @@ import type {
 
 // Grants, their authorization codes and refresh tokens.
 
+/** A merchant's approval of an app, as the console lists it. */
+export interface AccountGrant {
+  id: number;
+  appName: string;
+  clientId: string;
+  /** The approved scopes, space-separated. */
+  scopes: string;
+  /** Who approved it. */
+  userEmail: string;
+  createdAt: number;
+}
+
+/** The account's live (unrevoked) grants, newest first. */
+export async function listLiveGrants(db: Kysely<Database>, accountId: number): Promise<AccountGrant[]> {
+  const rows = await db
+    .selectFrom('oauth_grants')
+    .innerJoin('apps', 'apps.id', 'oauth_grants.app_id')
+    .innerJoin('users', 'users.id', 'oauth_grants.user_id')
+    .select([
+      'oauth_grants.id',
+      'apps.name as appName',
+      'apps.client_id as clientId',
+      'oauth_grants.scopes',
+      'users.email as userEmail',
+      'oauth_grants.created_at as createdAt',
+    ])
+    .where('oauth_grants.account_id', '=', accountId)
+    .where('oauth_grants.revoked_at', 'is', null)
+    .orderBy('oauth_grants.id', 'desc')
+    .execute();
+  return rows.map((row) => ({ ...row, id: Number(row.id), createdAt: Number(row.createdAt) }));
+}
+
+/** True when the account has this live grant. */
+export async function hasLiveGrant(db: Kysely<Database>, accountId: number, grantId: number): Promise<boolean> {
+  const row = await db
+    .selectFrom('oauth_grants')
+    .select('id')
+    .where('id', '=', grantId)
+    .where('account_id', '=', accountId)
+    .where('revoked_at', 'is', null)
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
 export async function insertGrant(db: Kysely<Database>, grant: Insertable<OAuthGrantsTable>): Promise<OAuthGrantRow> {
   return db.insertInto('oauth_grants').values(grant).returningAll().executeTakeFirstOrThrow();
 }

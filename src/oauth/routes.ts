@@ -274,16 +274,10 @@ const oauthRoutes: FastifyPluginAsyncTypebox<{ config: Config }> = async (app, {
       const csrfToken = sessions.csrfToken(session);
       const email = (body.email ?? '').trim();
       const password = body.password ?? '';
-      const retry = (status: number, error: string) =>
-        sendPage(reply, status, signInPage({ appName, params, csrfToken, email, error }));
-      if (email === '' || password === '') return retry(400, 'Enter your email and your password.');
-
-      const result = await sessions.signIn(session, email, password, request.ip);
-      if (result.kind === 'invalid') return retry(400, 'The email or password is not right. Check both and try again.');
-      if (result.kind === 'throttled') {
-        reply.header('retry-after', String(result.retryAfterSeconds));
-        const minutes = Math.ceil(result.retryAfterSeconds / 60);
-        return retry(429, `Too many failed sign-ins. Try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`);
+      const result = await sessions.signInFromForm(session, email, password, request.ip);
+      if (result.kind === 'refused') {
+        if (result.retryAfterSeconds) reply.header('retry-after', String(result.retryAfterSeconds));
+        return sendPage(reply, result.status, signInPage({ appName, params, csrfToken, email, error: result.message }));
       }
       setSessionCookie(request, reply, result.session);
       return reply.redirect(authorizeUrl(params), 303);

@@ -7,8 +7,15 @@ import { findAccessTokenByHash, revokeAccessTokenByHash } from '../auth/reposito
 import type { Scope } from '../auth/scopes.js';
 import { ACCESS_TOKEN_PREFIX, sha256Hex } from '../auth/secrets.js';
 import type { Clock } from '../clock.js';
+import { notFound } from '../errors.js';
 import type { Database } from '../storage/schema.js';
-import { findRefreshTokenByHash, revokeGrantChain } from './grants-repository.js';
+import {
+  type AccountGrant,
+  findRefreshTokenByHash,
+  hasLiveGrant,
+  listLiveGrants,
+  revokeGrantChain,
+} from './grants-repository.js';
 import {
   CODE_TTL_SECONDS,
   createModel,
@@ -147,6 +154,21 @@ export class OAuthService {
       allowEmptyState: false,
       extendedGrantTypes: { authorization_code: CodeGrant as unknown as typeof OAuth2Server.AbstractGrantType },
     });
+  }
+
+  /** The apps the account has connected (its live grants), newest first. */
+  async listGrants(accountId: number): Promise<AccountGrant[]> {
+    return listLiveGrants(this.db, accountId);
+  }
+
+  /**
+   * Disconnects an app: revokes the account's grant with its refresh and access tokens (refused by
+   * /v1 at once: access tokens are checked against the database on every request); `404` when the
+   * account has no such live grant.
+   */
+  async revokeGrant(accountId: number, grantId: number): Promise<void> {
+    if (!(await hasLiveGrant(this.db, accountId, grantId))) throw notFound(`connected app ${grantId} does not exist`);
+    await this.db.transaction().execute((trx) => revokeGrantChain(trx, grantId, this.clock.now()));
   }
 
   /**

@@ -8,20 +8,31 @@ export async function insertSession(
   db: Kysely<Database>,
   session: { session_hash: string; user_id: number | null; created_at: number; expires_at: number },
 ): Promise<OAuthSessionRow> {
-  return db.insertInto('oauth_sessions').values(session).returningAll().executeTakeFirstOrThrow();
+  return db
+    .insertInto('oauth_sessions')
+    .values({ ...session, last_seen_at: session.created_at })
+    .returningAll()
+    .executeTakeFirstOrThrow();
 }
 
-/** The session with this hash, unless it has expired. */
+/** Records that the session was used at `now`. */
+export async function touchSession(db: Kysely<Database>, sessionHash: string, now: number): Promise<void> {
+  await db.updateTable('oauth_sessions').set({ last_seen_at: now }).where('session_hash', '=', sessionHash).execute();
+}
+
+/** The session with this hash, unless it has expired or has not been used since `idleSince`. */
 export async function findLiveSession(
   db: Kysely<Database>,
   sessionHash: string,
   now: number,
+  idleSince: number,
 ): Promise<OAuthSessionRow | undefined> {
   return db
     .selectFrom('oauth_sessions')
     .selectAll()
     .where('session_hash', '=', sessionHash)
     .where('expires_at', '>', now)
+    .where((eb) => eb.or([eb('last_seen_at', 'is', null), eb('last_seen_at', '>', idleSince)]))
     .executeTakeFirst();
 }
 
@@ -29,9 +40,17 @@ export async function deleteSession(db: Kysely<Database>, sessionHash: string): 
   await db.deleteFrom('oauth_sessions').where('session_hash', '=', sessionHash).execute();
 }
 
-/** Removes expired sessions (and failure counters older than `failuresBefore`). */
-export async function pruneSessions(db: Kysely<Database>, now: number, failuresBefore: number): Promise<void> {
-  await db.deleteFrom('oauth_sessions').where('expires_at', '<=', now).execute();
+/** Removes expired and idle sessions (and failure counters older than `failuresBefore`). */
+export async function pruneSessions(
+  db: Kysely<Database>,
+  now: number,
+  idleSince: number,
+  failuresBefore: number,
+): Promise<void> {
+  await db
+    .deleteFrom('oauth_sessions')
+    .where((eb) => eb.or([eb('expires_at', '<=', now), eb('last_seen_at', '<=', idleSince)]))
+    .execute();
   await db.deleteFrom('oauth_sign_in_failures').where('window_started_at', '<', failuresBefore).execute();
 }
 

@@ -15,13 +15,18 @@ import {
   forgiveAttempt,
   insertSession,
   pruneSessions,
+  touchSession,
 } from './sessions-repository.js';
 
 /** The session cookie: `oas_` and 40 base62 characters; the database holds only its SHA-256. */
 const SESSION_PREFIX = 'oas_';
 const SESSION_FORMAT = /^oas_[0-9A-Za-z]{40}$/;
-/** How long a browser session lasts, signed in or not. */
+/** How long a browser session lasts at most, signed in or not (absolute expiry). */
 export const SESSION_TTL_SECONDS = 8 * 3600;
+/** A signed-in session not used for this long has ended (idle expiry). */
+export const SESSION_IDLE_SECONDS = 30 * 60;
+/** How often a session's last use is written: at most once a minute, not on every page. */
+const TOUCH_INTERVAL_MS = 60 * 1000;
 
 /** Sign-in attempts are counted per email and per client address in windows of 15 minutes. */
 export const FAILURE_WINDOW_MS = 15 * 60 * 1000;
@@ -47,6 +52,11 @@ export interface Session {
   user: SessionUser | null;
   expiresAt: number;
 }
+
+/** A sign-in form's outcome: signed in, or refused with the status and message to show. */
+export type FormSignInResult =
+  | { kind: 'signed_in'; session: Session }
+  | { kind: 'refused'; status: 400 | 429; message: string; retryAfterSeconds?: number };
 
 export type SignInResult =
   | { kind: 'signed_in'; session: Session }
@@ -75,7 +85,9 @@ export class SessionsService {
   async find(cookie: string | undefined): Promise<Session | null> {
     if (cookie === undefined || !SESSION_FORMAT.test(cookie)) return null;
     const now = this.clock.now();
-    const row = await findLiveSession(this.db, sha256Hex(cookie), now);
+    const hash = sha256Hex(cookie);
+    const row = await findLiveSession(this.db, hash, now, now - SESSION_IDLE_SECONDS * 1000);
+    if (row && now - (row.last_seen_at ?? row.created_at) >= TOUCH_INTERVAL_MS) await touchSession(this.db, hash, now);
     const user = row?.user_id == null ? null : await this.loadUser(row.user_id);
     return { id: cookie, user, expiresAt: row && user ? row.expires_at : now + SESSION_TTL_SECONDS * 1000 };
   }
@@ -87,7 +99,7 @@ export class SessionsService {
     const expiresAt = now + SESSION_TTL_SECONDS * 1000;
     if (user === null) return { id, user, expiresAt };
     // Housekeeping where sessions are made, so the tables never grow without bound.
-    await pruneSessions(this.db, now, now - FAILURE_WINDOW_MS);
+    await pruneSessions(this.db, now, now - SESSION_IDLE_SECONDS * 1000, now - FAILURE_WINDOW_MS);
     await insertSession(this.db, {
       session_hash: sha256Hex(id),
       user_id: user.userId,
@@ -153,6 +165,28 @@ export class SessionsService {
       accountName: account.name,
     });
     return { kind: 'signed_in', session: signedIn };
+  }
+
+  /**
+   * A sign-in form (the OAuth page's and the console's): both fields required, then `signIn`,
+   * with what to tell the person at the keyboard when it fails.
+   */
+  async signInFromForm(session: Session, email: string, password: string, address: string): Promise<FormSignInResult> {
+    if (email === '' || password === '') {
+      return { kind: 'refused', status: 400, message: 'Enter your email and your password.' };
+    }
+    const result = await this.signIn(session, email, password, address);
+    if (result.kind === 'signed_in') return result;
+    if (result.kind === 'invalid') {
+      return { kind: 'refused', status: 400, message: 'The email or password is not right. Check both and try again.' };
+    }
+    const minutes = Math.ceil(result.retryAfterSeconds / 60);
+    return {
+      kind: 'refused',
+      status: 429,
+      message: `Too many failed sign-ins. Try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`,
+      retryAfterSeconds: result.retryAfterSeconds,
+    };
   }
 
   private async loadUser(userId: number): Promise<SessionUser | null> {

@@ -20,6 +20,8 @@ export interface CursorKind {
 }
 
 export const EARNING_RULES_CURSOR: CursorKind = { resource: 'earning_rules', filtered: false };
+/** The console's list of earning rules: disabled ones too. */
+export const ALL_EARNING_RULES_CURSOR: CursorKind = { resource: 'earning_rules_all', filtered: false };
 
 // Layout: version, direction, account id, boundary id (unsigned 64-bit big-endian), for a filtered
 // list the first 8 bytes of SHA-256 of its filters, then HMAC-SHA256 of all that. Earning rules:

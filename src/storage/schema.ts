@@ -180,6 +180,8 @@ export interface OAuthSessionsTable {
   user_id: number | null;
   created_at: number;
   expires_at: number;
+  /** When the session was last used, refreshed at most once a minute (nullable only because it was added later). */
+  last_seen_at: number | null;
 }
 
 export interface OAuthSignInFailuresTable {

@@ -6,7 +6,9 @@ import { lines, parseId, run } from '../context.js';
 const MAX_STDIN_BYTES = 64 * 1024;
 
 export function registerUserCommands(program: Command): void {
-  const users = program.command('users').description('merchant users (they sign in to approve OAuth apps)');
+  const users = program
+    .command('users')
+    .description('merchant users (they sign in to the console at /admin and approve OAuth apps)');
   users
     .command('create')
     .description(

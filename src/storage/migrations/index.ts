@@ -8,6 +8,7 @@ import * as accessTokenGrant from './2026-11-22T0600-access-token-grant.js';
 import * as accessTokenGrantBackfill from './2026-11-23T0100-access-token-grant-backfill.js';
 import * as pointsEngine from './2026-11-24T0000-points-engine.js';
 import * as pointsProducts from './2026-11-24T0100-points-products.js';
+import * as sessionIdle from './2026-11-24T0200-session-idle.js';
 
 /** Every migration, by name; names sort in the order they run. */
 export const migrations: Record<string, Migration> = {
@@ -20,4 +21,5 @@ export const migrations: Record<string, Migration> = {
   '2026-11-23T0100-access-token-grant-backfill': accessTokenGrantBackfill,
   '2026-11-24T0000-points-engine': pointsEngine,
   '2026-11-24T0100-points-products': pointsProducts,
+  '2026-11-24T0200-session-idle': sessionIdle,
 };

@@ -1,0 +1,131 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import { invalidParameter } from '../errors.js';
+import { PointsTransactionInput } from '../points-transactions/schemas.js';
+import { validate } from '../validate.js';
+import { Form } from './form.js';
+import { FormBody, IdParams, PageQuery } from './form-schemas.js';
+import { type FormView, noticeFor, submitForm } from './pages.js';
+import { sendPage } from './routes.js';
+
+const CustomersQuery = Type.Object({
+  ...PageQuery.properties,
+  email: Type.Optional(Type.String({ maxLength: 354 })),
+});
+
+const ADJUST_FORM: FormView = {
+  view: 'customer',
+  title: 'Customer',
+  root: 'points_transaction',
+  fields: ['points_change', 'description', 'internal_note'],
+};
+
+/** Customers: search by email, a customer's balance, tier, ledger and activities, manual adjustments. */
+const customerPages: FastifyPluginAsyncTypebox = async (app) => {
+  const { customers, pointsTransactions, vipTiers, reports, pointsSettings } = app.services;
+
+  app.get('/customers', { schema: { hide: true, querystring: CustomersQuery } }, async (request, reply) => {
+    const { accountId } = request.console!.user;
+    const email = request.query.email?.trim() || undefined;
+    const page = await customers.page(accountId, { email, cursor: request.query.cursor });
+    return sendPage(reply, request, 200, 'customers', {
+      title: 'Customers',
+      email: email ?? '',
+      customers: page.customers,
+      metadata: page.metadata,
+      base: email === undefined ? '/admin/customers' : `/admin/customers?email=${encodeURIComponent(email)}`,
+    });
+  });
+
+  /** Everything the customer page shows besides the adjustment form. */
+  const customerData = async (accountId: number, id: number, cursor: string | undefined) => {
+    const customer = await customers.get(accountId, id);
+    const [ledger, tiers, activities, labels] = await Promise.all([
+      pointsTransactions.page(accountId, { customer_id: id, cursor }),
+      vipTiers.list(accountId),
+      reports.latestActivities(accountId, id),
+      pointsSettings.get(accountId),
+    ]);
+    const tierName = (tierId: number | null) => tiers.find((tier) => tier.id === tierId)?.name ?? null;
+    return {
+      customer,
+      tier: tierName(customer.vip_status.vip_tier_id),
+      nextTier: tierName(customer.vip_status.next_vip_tier_id),
+      ledger: ledger.points_transactions,
+      metadata: ledger.metadata,
+      activities,
+      labels: labels.points_label,
+      title: customer.email,
+    };
+  };
+
+  app.get(
+    '/customers/:id',
+    { schema: { hide: true, params: IdParams, querystring: PageQuery } },
+    async (request, reply) => {
+      const { accountId } = request.console!.user;
+      return sendPage(reply, request, 200, 'customer', {
+        ...(await customerData(accountId, request.params.id, request.query.cursor)),
+        values: {},
+        notice: noticeFor(request.query.notice),
+      });
+    },
+  );
+
+  app.post(
+    '/customers/:id/adjust',
+    { schema: { hide: true, params: IdParams, body: FormBody } },
+    async (request, reply) => {
+      const { accountId } = request.console!.user;
+      const data = await customerData(accountId, request.params.id, undefined);
+      const form = new Form(request.body);
+      return submitForm(request, reply, {
+        ...ADJUST_FORM,
+        title: data.title,
+        values: request.body,
+        data,
+        save: async () => {
+          // The console asks for a reason (the API lets it be empty): every manual change says why.
+          if (form.text('description').trim() === '') {
+            throw invalidParameter('points_transaction.description', 'is required: say why the points change');
+          }
+          const input = validate(
+            PointsTransactionInput,
+            {
+              customer_id: data.customer.id,
+              points_change: form.number('points_change'),
+              description: form.text('description'),
+              internal_note: form.optional('internal_note') ?? null,
+            },
+            'points_transaction',
+          );
+          await pointsTransactions.create(accountId, input, undefined, JSON.stringify);
+          return `/admin/customers/${data.customer.id}?notice=adjusted`;
+        },
+      });
+    },
+  );
+
+  app.post(
+    '/customers/:id/state',
+    { schema: { hide: true, params: IdParams, body: FormBody } },
+    async (request, reply) => {
+      const { accountId } = request.console!.user;
+      const data = await customerData(accountId, request.params.id, undefined);
+      return submitForm(request, reply, {
+        view: 'customer',
+        title: data.title,
+        root: 'customer',
+        fields: ['state'],
+        values: request.body,
+        data,
+        save: async () => {
+          await customers.setState(data.customer.id, new Form(request.body).text('state'));
+          return `/admin/customers/${data.customer.id}?notice=saved`;
+        },
+      });
+    },
+  );
+};
+
+export default customerPages;

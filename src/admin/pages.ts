@@ -1,0 +1,62 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { DomainError, notFound } from '../errors.js';
+import { type FormBody, formErrors } from './form.js';
+import { sendPage } from './routes.js';
+
+/** A console form: its template, title, the root its service names fields under, and its fields. */
+export interface FormView {
+  view: string;
+  title: string;
+  /** `earning_rule`: the service reports `earning_rule.name`, the form's field is `name`. */
+  root: string;
+  fields: readonly string[];
+}
+
+/**
+ * Runs `save` with what the form holds; on success redirects (Post/Redirect/Get) to where it
+ * says. When the service refuses the input, the form is shown again with what was typed and each
+ * message next to its field, with the status the API would answer (nothing was saved: every
+ * service validates the whole input before it writes).
+ */
+export async function submitForm(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  form: FormView & { values: FormBody; data?: Record<string, unknown>; save: () => Promise<string> },
+): Promise<FastifyReply> {
+  try {
+    return reply.redirect(await form.save(), 303);
+  } catch (error) {
+    if (!(error instanceof DomainError) || error.status >= 500 || error.status === 404) throw error;
+    return sendPage(reply, request, error.status, form.view, {
+      title: form.title,
+      ...form.data,
+      values: form.values,
+      errors: formErrors(error, form.root, form.fields),
+    });
+  }
+}
+
+/**
+ * The item of the signed-in account's `items` with this id, or `404 not_found`: another account's
+ * id is not found either. For the lists an account has a handful of (tiers, products, keys, apps).
+ */
+export async function owned<T extends { id: number }>(items: Promise<T[]>, id: number, what: string): Promise<T> {
+  const item = (await items).find((candidate) => candidate.id === id);
+  if (!item) throw notFound(`${what} ${id} does not exist`);
+  return item;
+}
+
+/** The one-line messages a page shows after a change (`?notice=saved`); other values show nothing. */
+const NOTICES: Record<string, string> = {
+  saved: 'Saved.',
+  created: 'Created.',
+  deleted: 'Deleted.',
+  enabled: 'Enabled.',
+  disabled: 'Disabled.',
+  revoked: 'Revoked: it is refused from now on.',
+  adjusted: 'Points adjusted.',
+};
+
+export function noticeFor(notice: string | undefined): string | undefined {
+  return notice === undefined ? undefined : NOTICES[notice];
+}

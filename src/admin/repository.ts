@@ -1,0 +1,95 @@
+import { type Kysely, sql } from 'kysely';
+import type { Database } from '../storage/schema.js';
+
+/** The overview's figures of one account. */
+export interface ProgramFigures {
+  customers: number;
+  members: number;
+  pointsIssued: number;
+  pointsSpent: number;
+  activitiesToday: number;
+}
+
+/**
+ * Customers, points credited and debited since `since` (the sums of the ledger's positive and
+ * negative entries), and activities received since `today` (UTC midnight): one aggregate each over the account's rows.
+ */
+export async function programFigures(
+  db: Kysely<Database>,
+  accountId: number,
+  since: number,
+  today: number,
+): Promise<ProgramFigures> {
+  const customers = await db
+    .selectFrom('customers')
+    .select((eb) => [
+      eb.fn.countAll<number | string>().as('all'),
+      eb.fn.sum<number | string | null>(sql`case when state = 'member' then 1 else 0 end`).as('members'),
+    ])
+    .where('account_id', '=', accountId)
+    .executeTakeFirstOrThrow();
+  const points = await db
+    .selectFrom('points_transactions')
+    .select((eb) => [
+      eb.fn.sum<number | string | null>(sql`case when points_change > 0 then points_change else 0 end`).as('issued'),
+      eb.fn.sum<number | string | null>(sql`case when points_change < 0 then -points_change else 0 end`).as('spent'),
+    ])
+    .where('account_id', '=', accountId)
+    .where('created_at', '>=', since)
+    .executeTakeFirstOrThrow();
+  const activities = await db
+    .selectFrom('activities')
+    .select((eb) => eb.fn.countAll<number | string>().as('today'))
+    .where('account_id', '=', accountId)
+    .where('created_at', '>=', today)
+    .executeTakeFirstOrThrow();
+  return {
+    customers: Number(customers.all),
+    members: Number(customers.members ?? 0),
+    pointsIssued: Number(points.issued ?? 0),
+    pointsSpent: Number(points.spent ?? 0),
+    activitiesToday: Number(activities.today),
+  };
+}
+
+/** An activity as a customer's page shows it: its type and the points it credited. */
+export interface CustomerActivity {
+  id: number;
+  activityTypeName: string;
+  distinctId: string | null;
+  occurredAt: number;
+  points: number;
+}
+
+/** The customer's latest `limit` activities, newest first, each with the sum of its credits. */
+export async function latestActivities(
+  db: Kysely<Database>,
+  accountId: number,
+  customerId: number,
+  limit: number,
+): Promise<CustomerActivity[]> {
+  const rows = await db
+    .selectFrom('activities')
+    .innerJoin('activity_types', 'activity_types.id', 'activities.activity_type_id')
+    .leftJoin('points_transactions', 'points_transactions.activity_id', 'activities.id')
+    .select((eb) => [
+      'activities.id',
+      'activity_types.name as activityTypeName',
+      'activities.distinct_id as distinctId',
+      'activities.occurred_at as occurredAt',
+      eb.fn.coalesce(eb.fn.sum<number | string>('points_transactions.points_change'), sql<number>`0`).as('points'),
+    ])
+    .where('activities.account_id', '=', accountId)
+    .where('activities.customer_id', '=', customerId)
+    .groupBy(['activities.id', 'activity_types.name', 'activities.distinct_id', 'activities.occurred_at'])
+    .orderBy('activities.id', 'desc')
+    .limit(limit)
+    .execute();
+  return rows.map((row) => ({
+    id: Number(row.id),
+    activityTypeName: row.activityTypeName,
+    distinctId: row.distinctId,
+    occurredAt: Number(row.occurredAt),
+    points: Number(row.points),
+  }));
+}

@@ -1,0 +1,27 @@
+import type { Kysely } from 'kysely';
+import type { Clock } from '../clock.js';
+import type { Database } from '../storage/schema.js';
+import { type CustomerActivity, latestActivities, type ProgramFigures, programFigures } from './repository.js';
+
+const DAY_MS = 24 * 3600 * 1000;
+
+/** What the console shows that the API has no operation for: the program's figures, a customer's activities. */
+export class ReportsService {
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly clock: Clock,
+  ) {}
+
+  /** Customers; points issued and spent in the last 30 days; activities since midnight UTC. */
+  async figures(accountId: number): Promise<ProgramFigures & { since: number; today: number }> {
+    const now = this.clock.now();
+    const since = now - 30 * DAY_MS;
+    const today = now - (now % DAY_MS);
+    return { ...(await programFigures(this.db, accountId, since, today)), since, today };
+  }
+
+  /** The customer's latest `limit` activities with the points each credited. */
+  async latestActivities(accountId: number, customerId: number, limit = 20): Promise<CustomerActivity[]> {
+    return latestActivities(this.db, accountId, customerId, limit);
+  }
+}

@@ -1,0 +1,55 @@
+import { Eta } from 'eta';
+import type { ConsoleUser } from './routes.js';
+
+/**
+ * The console's Content-Security-Policy: its own stylesheet and nothing else. No script runs,
+ * no style is inline, forms post only here, nothing frames the console.
+ */
+export const CONSOLE_CSP =
+  "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+
+// Templates are read from src/ (tsc does not copy them to dist/), once, then kept compiled.
+const eta = new Eta({
+  views: new URL('../../src/admin/views/', import.meta.url).pathname,
+  autoEscape: true,
+  cache: true,
+});
+
+/** The console's sections, in the navigation's order. */
+export const SECTIONS = [
+  { href: '/admin/overview', label: 'Overview' },
+  { href: '/admin/customers', label: 'Customers' },
+  { href: '/admin/earning-rules', label: 'Earning rules' },
+  { href: '/admin/activity-types', label: 'Activity types' },
+  { href: '/admin/vip-tiers', label: 'VIP tiers' },
+  { href: '/admin/points-products', label: 'Points products' },
+  { href: '/admin/points-settings', label: 'Points settings' },
+  { href: '/admin/referral-settings', label: 'Referral settings' },
+  { href: '/admin/api-keys', label: 'API keys' },
+  { href: '/admin/apps', label: 'Connected apps' },
+] as const;
+
+/** What every page is rendered with. */
+export interface PageData extends Record<string, unknown> {
+  title: string;
+  console: ConsoleUser | null;
+  /** The request's path, to mark the current section. */
+  path: string;
+}
+
+/** Helpers the templates call (as `it.fmt`). */
+const fmt = {
+  /** 12,345 */
+  number: (value: number) => value.toLocaleString('en-US'),
+  /** 2026-11-24 14:05 UTC */
+  time: (ms: number) => `${new Date(ms).toISOString().slice(0, 16).replace('T', ' ')} UTC`,
+  /** An ISO timestamp of the API as `time` writes it. */
+  isoTime: (iso: string) => `${iso.slice(0, 16).replace('T', ' ')} UTC`,
+  /** The section a path belongs to. */
+  current: (path: string, href: string) => path === href || path.startsWith(`${href}/`),
+};
+
+/** Renders `views/<view>.eta` inside the layout. */
+export function renderPage(view: string, data: PageData): string {
+  return eta.render(`./${view}`, { ...data, sections: SECTIONS, fmt });
+}
