@@ -9,6 +9,13 @@ export interface Account {
   name: string;
 }
 
+/** An account's name, trimmed; `400` unless it is 1 to 255 characters. */
+export function accountName(name: string): string {
+  const trimmed = name.trim();
+  if (trimmed.length === 0 || trimmed.length > 255) throw invalidParameter('name', 'must be 1 to 255 characters');
+  return trimmed;
+}
+
 /** Merchant accounts: every other resource belongs to one. */
 export class AccountsService {
   constructor(
@@ -16,12 +23,9 @@ export class AccountsService {
     private readonly clock: Clock,
   ) {}
 
-  async create(name: string): Promise<Account> {
-    const trimmed = name.trim();
-    if (trimmed.length === 0 || trimmed.length > 255) {
-      throw invalidParameter('name', 'must be 1 to 255 characters');
-    }
-    const row = await insertAccount(this.db, trimmed, this.clock.now());
+  /** Creates an account (in `db`, a transaction of the caller's, when given). */
+  async create(name: string, db: Kysely<Database> = this.db): Promise<Account> {
+    const row = await insertAccount(db, accountName(name), this.clock.now());
     return { id: row.id, name: row.name };
   }
 

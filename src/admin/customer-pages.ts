@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { invalidParameter } from '../errors.js';
@@ -12,6 +13,8 @@ const CustomersQuery = Type.Object({
   ...PageQuery.properties,
   email: Type.Optional(Type.String({ maxLength: 354 })),
 });
+
+const ADJUST_KEY = /^console-[0-9a-f-]{36}$/;
 
 const ADJUST_FORM: FormView = {
   view: 'customer',
@@ -37,6 +40,28 @@ const customerPages: FastifyPluginAsyncTypebox = async (app) => {
     });
   });
 
+  app.post('/customers', { schema: { hide: true, body: FormBody } }, async (request, reply) => {
+    const { accountId } = request.console!.user;
+    const form = new Form(request.body);
+    const page = await customers.page(accountId, {});
+    return submitForm(request, reply, {
+      view: 'customers',
+      title: 'Customers',
+      root: 'customer',
+      fields: ['email', 'first_name', 'last_name'],
+      values: request.body,
+      data: { email: '', customers: page.customers, metadata: page.metadata, base: '/admin/customers' },
+      save: async () => {
+        const created = await customers.create(accountId, {
+          email: form.text('email'),
+          ...(form.optional('first_name') === undefined ? {} : { first_name: form.text('first_name') }),
+          ...(form.optional('last_name') === undefined ? {} : { last_name: form.text('last_name') }),
+        });
+        return `/admin/customers/${created.id}?notice=created`;
+      },
+    });
+  });
+
   /** Everything the customer page shows besides the adjustment form. */
   const customerData = async (accountId: number, id: number, cursor: string | undefined) => {
     const customer = await customers.get(accountId, id);
@@ -49,6 +74,9 @@ const customerPages: FastifyPluginAsyncTypebox = async (app) => {
     const tierName = (tierId: number | null) => tiers.find((tier) => tier.id === tierId)?.name ?? null;
     return {
       customer,
+      // The adjustment form's Idempotency-Key: a form sent twice (a double click, a resend
+      // after a lost answer) moves the points once.
+      adjustKey: `console-${randomUUID()}`,
       tier: tierName(customer.vip_status.vip_tier_id),
       nextTier: tierName(customer.vip_status.next_vip_tier_id),
       ledger: ledger.points_transactions,
@@ -83,7 +111,7 @@ const customerPages: FastifyPluginAsyncTypebox = async (app) => {
         ...ADJUST_FORM,
         title: data.title,
         values: request.body,
-        data,
+        data: { ...data, failedForm: 'adjust' },
         save: async () => {
           // The console asks for a reason (the API lets it be empty): every manual change says why.
           if (form.text('description').trim() === '') {
@@ -99,7 +127,8 @@ const customerPages: FastifyPluginAsyncTypebox = async (app) => {
             },
             'points_transaction',
           );
-          await pointsTransactions.create(accountId, input, undefined, JSON.stringify);
+          const key = form.text('idempotency_key');
+          await pointsTransactions.create(accountId, input, ADJUST_KEY.test(key) ? key : undefined, JSON.stringify);
           return `/admin/customers/${data.customer.id}?notice=adjusted`;
         },
       });
@@ -118,7 +147,7 @@ const customerPages: FastifyPluginAsyncTypebox = async (app) => {
         root: 'customer',
         fields: ['state'],
         values: request.body,
-        data,
+        data: { ...data, failedForm: 'state' },
         save: async () => {
           await customers.setState(data.customer.id, new Form(request.body).text('state'));
           return `/admin/customers/${data.customer.id}?notice=saved`;

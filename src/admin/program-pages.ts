@@ -1,4 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { invalidParameter } from '../errors.js';
 import { Form, flatten } from './form.js';
 import { FormBody as FormBodySchema, IdParams, PageQuery } from './form-schemas.js';
 import { type FormView, noticeFor, owned, submitForm } from './pages.js';
@@ -160,14 +161,31 @@ const programPages: FastifyPluginAsyncTypebox = async (app) => {
     });
   });
 
+  /**
+   * The rule the form describes. The form offers the account's own tiers only; a tier id from
+   * elsewhere (a forged form) is refused at the field, as the API refuses a foreign activity token.
+   */
+  const ruleFrom = (form: Form, tiers: Array<{ id: number }>) => {
+    const input = ruleInput(form);
+    const foreign = input.restricted_to_vip_tier_ids.find((id) => !tiers.some((tier) => tier.id === id));
+    if (foreign !== undefined) {
+      throw invalidParameter(
+        'earning_rule.restricted_to_vip_tier_ids',
+        `names no VIP tier of this account: ${foreign}`,
+      );
+    }
+    return input;
+  };
+
   app.post('/earning-rules', { schema: post }, async (request, reply) => {
     const { accountId } = request.console!.user;
+    const choices = await ruleChoices(accountId);
     return submitForm(request, reply, {
       ...NEW_RULE_FORM,
       values: request.body,
-      data: { ...(await ruleChoices(accountId)), action: '/admin/earning-rules' },
+      data: { ...choices, action: '/admin/earning-rules' },
       save: async () => {
-        await earningRules.create(accountId, ruleInput(new Form(request.body)));
+        await earningRules.create(accountId, ruleFrom(new Form(request.body), choices.tiers));
         return '/admin/earning-rules?notice=created';
       },
     });
@@ -190,13 +208,14 @@ const programPages: FastifyPluginAsyncTypebox = async (app) => {
   app.post('/earning-rules/:id', { schema: postWithId }, async (request, reply) => {
     const { accountId } = request.console!.user;
     const rule = await earningRules.getStored(accountId, request.params.id);
+    const choices = await ruleChoices(accountId);
     return submitForm(request, reply, {
       ...NEW_RULE_FORM,
       title: `Edit ${rule.name}`,
       values: request.body,
-      data: { rule, ...(await ruleChoices(accountId)), action: `/admin/earning-rules/${rule.id}` },
+      data: { rule, ...choices, action: `/admin/earning-rules/${rule.id}` },
       save: async () => {
-        await earningRules.update(accountId, rule.id, ruleInput(new Form(request.body)));
+        await earningRules.update(accountId, rule.id, ruleFrom(new Form(request.body), choices.tiers));
         return `/admin/earning-rules/${rule.id}?notice=saved`;
       },
     });

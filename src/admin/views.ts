@@ -1,3 +1,4 @@
+import { fileURLToPath } from 'node:url';
 import { Eta } from 'eta';
 import type { ConsoleUser } from './routes.js';
 
@@ -10,7 +11,7 @@ export const CONSOLE_CSP =
 
 // Templates are read from src/ (tsc does not copy them to dist/), once, then kept compiled.
 const eta = new Eta({
-  views: new URL('../../src/admin/views/', import.meta.url).pathname,
+  views: fileURLToPath(new URL('../../src/admin/views/', import.meta.url)),
   autoEscape: true,
   cache: true,
 });

@@ -91,7 +91,8 @@ export class EarningRulesService {
 
   /**
    * Replaces every field of the account's rule `id` with `input` (a whole rule, as `create` takes
-   * it; `enabled` absent keeps it enabled); `404 not_found` when the account has no such rule.
+   * it: `enabled` absent means enabled, as at creation); `404 not_found` when the account has no
+   * such rule.
    */
   async update(accountId: number, id: number, input: unknown): Promise<StoredEarningRule> {
     const rule = validate(EarningRuleInput, input, 'earning_rule');

@@ -39,17 +39,30 @@ export class UsersService {
 
   /** Creates a user of the account; the email must not belong to any other user. */
   async create(accountId: number, input: { email: string; password: string }): Promise<User> {
-    // Characters, not UTF-16 units: "10 characters" means what a person counts.
-    if (typeof input.password === 'string' && [...input.password].length < MIN_PASSWORD_LENGTH) {
-      throw invalidParameter('password', `must be at least ${MIN_PASSWORD_LENGTH} characters`);
-    }
-    const user = validate(UserInput, trimEmail({ email: input.email, password: input.password }), 'user');
+    const user = checkedInput(input);
     await this.accounts.require(accountId);
-    const row = await insertUserIfAbsent(this.db, {
+    return this.insert(this.db, accountId, user, await hashPassword(user.password));
+  }
+
+  /**
+   * Creates an account named `accountName` and its first user, in one transaction: a refused
+   * user (an email already taken) leaves no account behind.
+   */
+  async createWithAccount(accountName: string, input: { email: string; password: string }): Promise<User> {
+    const user = checkedInput(input);
+    const passwordHash = await hashPassword(user.password);
+    return this.db.transaction().execute(async (trx) => {
+      const account = await this.accounts.create(accountName, trx);
+      return this.insert(trx, account.id, user, passwordHash);
+    });
+  }
+
+  private async insert(db: Kysely<Database>, accountId: number, user: UserInput, passwordHash: string): Promise<User> {
+    const row = await insertUserIfAbsent(db, {
       account_id: accountId,
       email: user.email,
       email_normalized: normalizeEmail(user.email),
-      password_hash: await hashPassword(user.password),
+      password_hash: passwordHash,
       created_at: this.clock.now(),
     });
     if (!row) throw invalidParameter('email', 'is already used by another user');
@@ -80,4 +93,13 @@ export class UsersService {
 
 function toUser(row: UserRow): User {
   return { id: row.id, account_id: row.account_id, email: row.email };
+}
+
+/** The email and password checked: the password's length first, in characters, then the schema. */
+function checkedInput(input: { email: string; password: string }): UserInput {
+  // Characters, not UTF-16 units: "10 characters" means what a person counts.
+  if (typeof input.password === 'string' && [...input.password].length < MIN_PASSWORD_LENGTH) {
+    throw invalidParameter('password', `must be at least ${MIN_PASSWORD_LENGTH} characters`);
+  }
+  return validate(UserInput, trimEmail({ email: input.email, password: input.password }), 'user');
 }

@@ -618,4 +618,60 @@ describe('running the program from the console', () => {
     expect((await api()).statusCode).toBe(401);
     expect((await browser.get('/admin/apps')).body).toContain('No app is connected.');
   });
+
+  it('moves the points once when the adjustment form is sent twice', async () => {
+    const browser = await signedIn(t, merchant);
+    const customer = await t.services.customers.create(merchant.accountId, { email: 'twice@example.com' });
+    const page = await browser.get(`/admin/customers/${customer.id}`);
+    const key = /name="idempotency_key" value="([^"]+)"/.exec(page.body)?.[1] as string;
+    expect(key).toMatch(/^console-/);
+    const form = { idempotency_key: key, points_change: '40', description: 'Welcome gift' };
+    expect((await browser.submit(`/admin/customers/${customer.id}/adjust`, form)).statusCode).toBe(303);
+    expect((await browser.submit(`/admin/customers/${customer.id}/adjust`, form)).statusCode).toBe(303);
+    expect((await t.services.customers.get(merchant.accountId, customer.id)).points_balance).toBe(40);
+    expect(await count('points_transactions')).toBe(1);
+    // A new page makes a new key: a second gift is a second transaction.
+    const again = await browser.get(`/admin/customers/${customer.id}`);
+    expect(again.body).not.toContain(key);
+  });
+
+  it('adds a customer by hand, refusing a taken email at its field', async () => {
+    const browser = await signedIn(t, merchant);
+    const added = await browser.submit('/admin/customers', { email: ' Ann@Example.com ', first_name: 'Ann' });
+    expect(added.statusCode, added.body).toBe(303);
+    const page = await browser.get(added.headers.location as string);
+    expect(page.body).toContain('<h1>Ann@Example.com</h1>');
+    const taken = await browser.submit('/admin/customers', { email: 'ann@example.com' });
+    expect(taken.statusCode).toBe(400);
+    expect(fieldError(taken.body, 'email')).toMatch(/is already the email of customer/);
+    expect(fieldValue(taken.body, 'email')).toBe('ann@example.com');
+  });
+
+  it("refuses a rule restricted to another account's VIP tier, at the field", async () => {
+    const other = await createTenant(t.services, 'Other shop');
+    const foreign = await t.services.vipTiers.create(other.accountId, { name: 'Their gold', milestone: 10 });
+    const mine = await t.services.vipTiers.create(merchant.accountId, { name: 'Gold', milestone: 10 });
+    const browser = await signedIn(t, merchant);
+    const refused = await browser.submit('/admin/earning-rules', {
+      ...RULE,
+      restricted_to_vip_tier_ids: [String(mine.id), String(foreign.id)],
+    });
+    expect(refused.statusCode).toBe(400);
+    expect(fieldError(refused.body, 'restricted_to_vip_tier_ids')).toBe(
+      `names no VIP tier of this account: ${foreign.id}`,
+    );
+    expect(refused.body).toContain('href="#f-restricted_to_vip_tier_ids"');
+    expect(refused.body).toContain('id="f-restricted_to_vip_tier_ids"');
+    expect(await count('earning_rules')).toBe(0);
+  });
+
+  it('shows a refused state change in the state form, not in the adjustment form', async () => {
+    const browser = await signedIn(t, merchant);
+    const customer = await t.services.customers.create(merchant.accountId, { email: 'state@example.com' });
+    const refused = await browser.submit(`/admin/customers/${customer.id}/state`, { state: 'vip' });
+    expect(refused.statusCode).toBe(400);
+    const summary = refused.body.indexOf('error-summary');
+    expect(summary).toBeGreaterThan(refused.body.indexOf('<h2>State in the program</h2>'));
+    expect(fieldError(refused.body, 'points_change')).toBeUndefined();
+  });
 });

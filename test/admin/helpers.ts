@@ -85,8 +85,9 @@ export function fieldError(page: string, name: string): string | undefined {
   return match?.[1];
 }
 
-/** The value a text field shows. */
+/** The value a form's text field shows (the field made by partials/field.eta). */
 export function fieldValue(page: string, name: string): string | undefined {
-  const match = new RegExp(`name="${name.replace(/\./g, '\\.')}" type="[a-z]+" value="([^"]*)"`).exec(page);
+  const id = `f-${name.replace(/[^A-Za-z0-9_-]/g, '-')}`;
+  const match = new RegExp(`id="${id}" name="${name.replace(/\./g, '\\.')}" type="[a-z]+" value="([^"]*)"`).exec(page);
   return match?.[1];
 }

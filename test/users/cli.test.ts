@@ -90,4 +90,41 @@ describe('loyalty users create', () => {
     expect(unknown.code).toBe(1);
     expect(JSON.parse(unknown.stderr).error.code).toBe('not_found');
   });
+
+  it('--new-account makes the account and its first user in one step, or neither', async () => {
+    const accounts = () => withServices(url, async (services) => (await services.accounts.list()).map((a) => a.name));
+    const made = await loyalty(
+      ['users', 'create', '--new-account', 'My shop', '--email', 'me@shop.example', '--json'],
+      env,
+      `${PASSWORD}\n`,
+    );
+    expect(made.code, made.stderr).toBe(0);
+    const user = made.json() as { account_id: number };
+    expect(await accounts()).toEqual(['Acme', 'My shop']);
+    expect(user.account_id).not.toBe(accountId);
+
+    // The email is taken: no account is left behind.
+    const taken = await loyalty(
+      ['users', 'create', '--new-account', 'Second shop', '--email', 'ME@shop.example', '--json'],
+      env,
+      `${PASSWORD}\n`,
+    );
+    expect(taken.code).toBe(1);
+    expect(JSON.parse(taken.stderr).error.details).toEqual([
+      { field: 'email', message: 'is already used by another user' },
+    ]);
+    expect(await accounts()).toEqual(['Acme', 'My shop']);
+
+    for (const args of [[], ['--account', String(accountId), '--new-account', 'Both']]) {
+      const refused = await loyalty(
+        ['users', 'create', ...args, '--email', 'x@shop.example', '--json'],
+        env,
+        `${PASSWORD}\n`,
+      );
+      expect(refused.code).toBe(1);
+      expect(JSON.parse(refused.stderr).error.message).toMatch(
+        /--account ID for an existing one, or --new-account NAME/,
+      );
+    }
+  });
 });

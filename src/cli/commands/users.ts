@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { accountName } from '../../accounts/service.js';
 import { DomainError } from '../../errors.js';
 import { lines, parseId, run } from '../context.js';
 
@@ -15,16 +16,28 @@ export function registerUserCommands(program: Command): void {
       'create a user of an account; the password is prompted for (without echo) on a terminal, ' +
         'or read from the first line of stdin when piped',
     )
-    .requiredOption('--account <id>', 'the account the user belongs to')
+    .option('--account <id>', 'the account the user belongs to')
+    .option('--new-account <name>', 'instead of --account: create an account with this name for the user')
     .requiredOption('--email <email>', 'the email the user signs in with (unique across users)')
-    .action((opts: { account: string; email: string }, cmd: Command) =>
+    .action((opts: { account?: string; newAccount?: string; email: string }, cmd: Command) =>
       run(
         cmd,
         async ({ services }) => {
-          const accountId = parseId(opts.account, 'account');
-          await services.accounts.require(accountId);
+          if ((opts.account === undefined) === (opts.newAccount === undefined)) {
+            throw new DomainError(
+              'invalid_parameter',
+              'give the account: --account ID for an existing one, or --new-account NAME to create it',
+            );
+          }
+          if (opts.account !== undefined) {
+            const accountId = parseId(opts.account, 'account');
+            await services.accounts.require(accountId);
+            return services.users.create(accountId, { email: opts.email, password: await readPassword() });
+          }
+          // The name is checked before the password is asked for.
+          const name = accountName(opts.newAccount as string);
           const password = await readPassword();
-          return services.users.create(accountId, { email: opts.email, password });
+          return services.users.createWithAccount(name, { email: opts.email, password });
         },
         (u) => lines({ id: u.id, account_id: u.account_id, email: u.email }),
       ),
