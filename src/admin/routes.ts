@@ -6,7 +6,8 @@ import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { toContractError } from '../error-mapping.js';
 import { logFailure } from '../http/errors.js';
-import { SESSION_TTL_SECONDS, type Session, type SessionUser } from '../oauth/sessions.js';
+import { type SessionCookie, setSessionCookie } from '../http/session-cookie.js';
+import type { Session, SessionUser } from '../oauth/sessions.js';
 import accessPages from './access-pages.js';
 import customerPages from './customer-pages.js';
 import { FormBody } from './form-schemas.js';
@@ -15,6 +16,8 @@ import programPages from './program-pages.js';
 import { CONSOLE_CSP, type PageData, renderPage } from './views.js';
 
 export const ADMIN_COOKIE = 'loyalty_admin_session';
+/** Strict: a page of another site can neither send the console's forms nor open it signed in. */
+const COOKIE: SessionCookie = { name: ADMIN_COOKIE, path: '/admin', sameSite: 'strict' };
 const STYLESHEET = readFileSync(new URL('../../src/admin/assets/admin.css', import.meta.url));
 
 /** The signed-in merchant of a console request, with the session's CSRF token. */
@@ -125,7 +128,7 @@ const adminRoutes: FastifyPluginAsyncTypebox = async (app) => {
       if (session?.user) return reply.redirect(next, 303);
       if (!session) {
         session = await sessions.start();
-        setSessionCookie(request, reply, session);
+        setSessionCookie(request, reply, COOKIE, session);
       }
       return sendSignIn(reply, request, 200, { csrf: sessions.csrfToken(session), next });
     },
@@ -148,7 +151,7 @@ const adminRoutes: FastifyPluginAsyncTypebox = async (app) => {
         return sendSignIn(reply, request, result.status, { csrf: sessions.csrfToken(session), next, email, error });
       }
       // A new session id at sign-in: a cookie planted before it signs nobody in.
-      setSessionCookie(request, reply, result.session);
+      setSessionCookie(request, reply, COOKIE, result.session);
       return reply.redirect(next, 303);
     },
   );
@@ -197,18 +200,6 @@ function refuseForm(request: FastifyRequest, reply: FastifyReply): FastifyReply 
 
 function returnPath(next: string | undefined): string {
   return next !== undefined && RETURN_PATH.test(next) && next !== '/admin/sign-in' ? next : '/admin/overview';
-}
-
-function setSessionCookie(request: FastifyRequest, reply: FastifyReply, session: Session): void {
-  reply.setCookie(ADMIN_COOKIE, session.id, {
-    path: '/admin',
-    httpOnly: true,
-    // Strict: a page of another site can neither send the console's forms nor open it signed in.
-    sameSite: 'strict',
-    // request.protocol is https under TLS, or behind a trusted proxy that says so.
-    secure: request.protocol === 'https',
-    maxAge: SESSION_TTL_SECONDS,
-  });
 }
 
 export default adminRoutes;

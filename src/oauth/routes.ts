@@ -8,6 +8,7 @@ import type { Config } from '../config.js';
 import { toContractError } from '../error-mapping.js';
 import { DomainError } from '../errors.js';
 import { logFailure } from '../http/errors.js';
+import { type SessionCookie, setSessionCookie } from '../http/session-cookie.js';
 import { consentPage, errorPage, signInPage } from './pages.js';
 import { type AuthorizeParams, pickAuthorizeParams } from './params.js';
 import {
@@ -17,9 +18,9 @@ import {
   requestClientId,
   safeDescription,
 } from './service.js';
-import { SESSION_TTL_SECONDS, type Session } from './sessions.js';
 
 const SESSION_COOKIE = 'loyalty_oauth_session';
+const COOKIE: SessionCookie = { name: SESSION_COOKIE, path: '/oauth2', sameSite: 'lax' };
 /** Endpoints that answer RFC 6749 JSON errors; the others are pages and answer HTML. */
 const JSON_ENDPOINTS = new Set(['/oauth2/token', '/oauth2/revoke', '/.well-known/oauth-authorization-server']);
 const GENERIC_FAILURE = 'The server could not complete the request; try again shortly.';
@@ -238,7 +239,7 @@ const oauthRoutes: FastifyPluginAsyncTypebox<{ config: Config }> = async (app, {
       if (outcome.kind !== 'ok') return sendOutcome(request, reply, outcome, 302);
       if (!session) {
         session = await sessions.start();
-        setSessionCookie(request, reply, session);
+        setSessionCookie(request, reply, COOKIE, session);
       }
       const csrfToken = sessions.csrfToken(session);
       const { appName, scopes, redirectUri } = outcome.request;
@@ -279,7 +280,7 @@ const oauthRoutes: FastifyPluginAsyncTypebox<{ config: Config }> = async (app, {
         if (result.retryAfterSeconds) reply.header('retry-after', String(result.retryAfterSeconds));
         return sendPage(reply, result.status, signInPage({ appName, params, csrfToken, email, error: result.message }));
       }
-      setSessionCookie(request, reply, result.session);
+      setSessionCookie(request, reply, COOKIE, result.session);
       return reply.redirect(authorizeUrl(params), 303);
     },
   );
@@ -291,7 +292,7 @@ const oauthRoutes: FastifyPluginAsyncTypebox<{ config: Config }> = async (app, {
       const session = await sessions.find(request.cookies[SESSION_COOKIE]);
       if (!session || !sessions.checkCsrf(session, request.body.csrf_token)) return refuseForm(reply);
       await sessions.end(session);
-      setSessionCookie(request, reply, await sessions.start());
+      setSessionCookie(request, reply, COOKIE, await sessions.start());
       return reply.redirect(authorizeUrl(pickAuthorizeParams(request.body)), 303);
     },
   );
@@ -387,17 +388,6 @@ function sendPage(reply: FastifyReply, status: number, page: string, formTargets
 function sendResult(reply: FastifyReply, result: EndpointResult): FastifyReply {
   reply.code(result.status).headers(result.headers);
   return result.body === null ? reply.send() : reply.send(result.body);
-}
-
-function setSessionCookie(request: FastifyRequest, reply: FastifyReply, session: Session): void {
-  reply.setCookie(SESSION_COOKIE, session.id, {
-    path: '/oauth2',
-    httpOnly: true,
-    sameSite: 'lax',
-    // request.protocol is https under TLS, or behind a trusted proxy that says so.
-    secure: request.protocol === 'https',
-    maxAge: SESSION_TTL_SECONDS,
-  });
 }
 
 /** RFC 9207: the authorization response names its issuer, so a client can tell servers apart. */

@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CONSOLE_CSP } from '../../src/admin/views.js';
 import { bearer, createTenant, createTestApp, type TestApp } from '../helpers/app.js';
+import { rowCount } from '../helpers/engine.js';
 import { authorize, Browser, exchange, setupOAuth } from '../oauth/helpers.js';
 import {
   ConsoleBrowser,
@@ -21,15 +22,8 @@ beforeEach(async () => {
 });
 afterEach(async () => t.close());
 
-const count = async (table: 'activity_types' | 'earning_rules' | 'api_keys' | 'vip_tiers' | 'points_transactions') =>
-  Number(
-    (
-      await t.db.kysely
-        .selectFrom(table)
-        .select((eb) => eb.fn.countAll().as('n'))
-        .executeTakeFirstOrThrow()
-    ).n,
-  );
+const count = (table: 'activity_types' | 'earning_rules' | 'api_keys' | 'vip_tiers' | 'points_transactions') =>
+  rowCount(t.db.kysely, table);
 
 const RULE = {
   name: 'Place an order',
