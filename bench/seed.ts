@@ -82,7 +82,7 @@ async function bulkIdentities(db: Db, accountId: number, prefix: string, count: 
     from customers where account_id = ${accountId}`.execute(db.kysely);
 }
 
-async function account(
+export async function seedAccount(
   services: Services,
   db: Db,
   name: string,
@@ -147,9 +147,9 @@ export async function seed(url: string, log: (line: string) => void, largeIdenti
   try {
     await migrateToLatest(db);
     const services = createServices(db, { clock: systemClock, accessTokenTtlSeconds: 86_400 });
-    const base = await account(services, db, 'Bench base', 5100, 1000, log);
-    const empty = await account(services, db, 'Bench empty', 50, 1000, log);
-    const large = await account(services, db, 'Bench large', 10_000, largeIdentities, log);
+    const base = await seedAccount(services, db, 'Bench base', 5100, 1000, log);
+    const empty = await seedAccount(services, db, 'Bench empty', 50, 1000, log);
+    const large = await seedAccount(services, db, 'Bench large', 10_000, largeIdentities, log);
     if (db.dialect === 'postgres') await settle(db);
     return { base, empty, large };
   } finally {

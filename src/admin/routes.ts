@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import cookie from '@fastify/cookie';
 import formbody from '@fastify/formbody';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
@@ -13,12 +14,12 @@ import customerPages from './customer-pages.js';
 import { FormBody } from './form-schemas.js';
 import overviewPage from './overview-page.js';
 import programPages from './program-pages.js';
-import { CONSOLE_CSP, type PageData, renderPage } from './views.js';
+import { ADMIN_FILES, CONSOLE_CSP, type PageData, renderPage } from './views.js';
 
 export const ADMIN_COOKIE = 'loyalty_admin_session';
 /** Strict: a page of another site can neither send the console's forms nor open it signed in. */
 const COOKIE: SessionCookie = { name: ADMIN_COOKIE, path: '/admin', sameSite: 'strict' };
-const STYLESHEET = readFileSync(new URL('../../src/admin/assets/admin.css', import.meta.url));
+const STYLESHEET = readFileSync(join(ADMIN_FILES, 'assets', 'admin.css'));
 
 /** The signed-in merchant of a console request, with the session's CSRF token. */
 export interface ConsoleUser {

@@ -1,3 +1,5 @@
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Eta } from 'eta';
 import type { ConsoleUser } from './routes.js';
@@ -9,9 +11,23 @@ import type { ConsoleUser } from './routes.js';
 export const CONSOLE_CSP =
   "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
-// Templates are read from src/ (tsc does not copy them to dist/), once, then kept compiled.
+/**
+ * The console's templates and stylesheet: src/admin of the package, wherever this module was
+ * compiled to (dist/, dist-bench/src/, or src/ itself under the tests). tsc does not copy them.
+ */
+export const ADMIN_FILES = (() => {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  while (!existsSync(join(dir, 'package.json'))) {
+    const parent = dirname(dir);
+    if (parent === dir) throw new Error(`no package.json above ${fileURLToPath(import.meta.url)}`);
+    dir = parent;
+  }
+  return join(dir, 'src', 'admin');
+})();
+
+// Read once, then kept compiled.
 const eta = new Eta({
-  views: fileURLToPath(new URL('../../src/admin/views/', import.meta.url)),
+  views: join(ADMIN_FILES, 'views'),
   autoEscape: true,
   cache: true,
 });

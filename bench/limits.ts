@@ -1,0 +1,751 @@
+// `npm run bench:limits`: the service against the real limits of this machine, measured in one run
+// (issue 17). The load generator is wrk (C, one thread; installed from Debian's packages when
+// missing), and its CPU is reported. Ceilings, beside the service's own figures:
+// - reads: bare node:http sending the page's bytes; Fastify sending the page pre-serialised with
+//   the service's headers; Fastify serialising the page object with the route's schema;
+// - writes: the route's exact statements, captured from a real request, replayed by
+//   better-sqlite3 in a loop with one durable commit each (SQLite), or by pgbench as a custom
+//   script at the same concurrency (PostgreSQL).
+// Server CPU per request (µs) for every scenario, and on PostgreSQL the database's too.
+// Settings: BENCH_DURATION (s, default 8), BENCH_RUNS (3), BENCH_ENGINES ("sqlite,postgres"),
+// BENCH_DATABASE_URL. Writes docs/limits.md.
+import { execFileSync, spawn } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus } from 'node:os';
+import { join } from 'node:path';
+import SqliteDatabase from 'better-sqlite3';
+import { sql } from 'kysely';
+import pg from 'pg';
+import { buildApp } from '../src/app.js';
+import { systemClock } from '../src/clock.js';
+import { loadConfig } from '../src/config.js';
+import { createServices } from '../src/services.js';
+import { openDb } from '../src/storage/db.js';
+import { migrateToLatest } from '../src/storage/migrator.js';
+import { freshPostgresSchema, PG_URL, ROOT, startProcess, startService, stopChild } from './processes.js';
+import { type BenchAccount, seedAccount } from './seed.js';
+
+const DURATION = Number(process.env.BENCH_DURATION ?? 8);
+const RUNS = Number(process.env.BENCH_RUNS ?? 3);
+const WARMUP = 2;
+const CONNECTIONS = 50;
+const ENGINES = (process.env.BENCH_ENGINES ?? 'sqlite,postgres').split(',') as Array<'sqlite' | 'postgres'>;
+const DATA = join(ROOT, 'bench', '.limits');
+const WRK = '/usr/bin/wrk';
+const TICK_US = 1e6 / Number(execFileSync('getconf', ['CLK_TCK']).toString().trim());
+// Lower case: emails are stored lower-cased too, and must vary with the rest.
+const MARK = 'capturemark';
+const log = (line: string) => process.stdout.write(`${line}\n`);
+
+interface Figures {
+  rps: number;
+  p50: number;
+  p99: number;
+  failures: number;
+  /** Server CPU per request, µs (every process of the service). */
+  serverUs: number;
+  /** PostgreSQL's CPU per request, µs (every postgres process), when measured. */
+  databaseUs?: number;
+  /** The load generator's CPU, in cores. */
+  loaderCores: number;
+}
+
+interface Row extends Figures {
+  name: string;
+  runs: number[];
+}
+
+const median = (values: number[]) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? (sorted[mid] ?? 0) : ((sorted[mid - 1] ?? 0) + (sorted[mid] ?? 0)) / 2;
+};
+
+/** User + system CPU ticks of a process so far (0 once it has gone). */
+function cpuTicks(pid: number): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+    return Number(fields[11]) + Number(fields[12]);
+  } catch {
+    return 0;
+  }
+}
+
+const sumTicks = (pids: number[]) => pids.reduce((sum, pid) => sum + cpuTicks(pid), 0);
+
+/** Every PostgreSQL server process on this machine. */
+function postgresPids(): number[] {
+  return readdirSync('/proc')
+    .filter((name) => /^\d+$/.test(name))
+    .map(Number)
+    .filter((pid) => {
+      try {
+        return readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'postgres';
+      } catch {
+        return false;
+      }
+    });
+}
+
+function ensureWrk(): void {
+  if (existsSync(WRK)) return;
+  log('== installing wrk from Debian’s packages');
+  try {
+    execFileSync('apt-get', ['install', '-y', '-qq', 'wrk'], {
+      stdio: 'inherit',
+      env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
+    });
+  } catch {
+    throw new Error('wrk is missing and could not be installed: run `apt-get install wrk` as root, then again');
+  }
+}
+
+interface Load {
+  url: string;
+  method?: 'GET' | 'POST';
+  headers?: Record<string, string>;
+  /** A body per request; a new list for each run. */
+  bodies?: (run: number) => string[];
+}
+
+let runNumber = 0;
+
+/** One wrk run of `seconds` against `load`, with the CPU of `pids` (and PostgreSQL's) meanwhile. */
+async function wrk(load: Load, seconds: number, pids: () => number[], database: boolean): Promise<Figures> {
+  const run = ++runNumber;
+  const bodiesFile = join(DATA, 'bodies.txt');
+  if (load.bodies) writeFileSync(bodiesFile, `${load.bodies(run).join('\n')}\n`);
+  const headers = Object.entries({ ...load.headers, ...(load.bodies ? { 'content-type': 'application/json' } : {}) })
+    .map(([name, value]) => `${name}: ${value}`)
+    .join('\n');
+  const server = sumTicks(pids());
+  const db = database ? sumTicks(postgresPids()) : 0;
+  const child = spawn(
+    WRK,
+    ['-t1', `-c${CONNECTIONS}`, `-d${seconds}s`, '-s', join(ROOT, 'bench', 'wrk.lua'), load.url],
+    {
+      env: {
+        ...process.env,
+        WRK_METHOD: load.method ?? 'GET',
+        WRK_HEADERS: headers,
+        WRK_BODIES: load.bodies ? bodiesFile : '',
+      },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
+  let output = '';
+  child.stdout.on('data', (chunk) => {
+    output += chunk;
+  });
+  let loaderTicks = 0;
+  const poll = setInterval(() => {
+    loaderTicks = Math.max(loaderTicks, cpuTicks(child.pid ?? 0));
+  }, 100);
+  await new Promise((resolve) => child.once('exit', resolve));
+  clearInterval(poll);
+  const line = /RESULT (\{.*\})/.exec(output)?.[1];
+  if (!line) throw new Error(`wrk printed no result:\n${output}`);
+  const result = JSON.parse(line) as Record<string, number>;
+  const requests = Math.max(1, result.requests ?? 0);
+  const duration = (result.duration_us ?? 1) / 1e6;
+  return {
+    rps: requests / duration,
+    p50: (result.p50_us ?? 0) / 1000,
+    p99: (result.p99_us ?? 0) / 1000,
+    failures: (result.errors ?? 0) + (result.non2xx ?? 0),
+    serverUs: ((sumTicks(pids()) - server) * TICK_US) / requests,
+    ...(database ? { databaseUs: ((sumTicks(postgresPids()) - db) * TICK_US) / requests } : {}),
+    loaderCores: (loaderTicks * TICK_US) / 1e6 / duration,
+  };
+}
+
+async function measure(name: string, load: Load, pids: () => number[], database = false): Promise<Row> {
+  await wrk(load, WARMUP, pids, database);
+  const runs: Figures[] = [];
+  for (let i = 0; i < RUNS; i++) runs.push(await wrk(load, DURATION, pids, database));
+  const pick = (key: keyof Figures) => median(runs.map((r) => (r[key] as number | undefined) ?? 0));
+  const row: Row = {
+    name,
+    runs: runs.map((r) => r.rps),
+    rps: pick('rps'),
+    p50: pick('p50'),
+    p99: pick('p99'),
+    failures: runs.reduce((sum, r) => sum + r.failures, 0),
+    serverUs: pick('serverUs'),
+    ...(database ? { databaseUs: pick('databaseUs') } : {}),
+    loaderCores: pick('loaderCores'),
+  };
+  log(
+    `    ${name}: ${row.rps.toFixed(0)} req/s (runs ${row.runs.map((r) => r.toFixed(0)).join(', ')}), p99 ${row.p99.toFixed(1)} ms, ` +
+      `server ${row.serverUs.toFixed(0)} µs/req${database ? `, database ${row.databaseUs?.toFixed(0)} µs/req` : ''}, wrk ${row.loaderCores.toFixed(2)} cores` +
+      `${row.failures ? `, ${row.failures} failures` : ''}`,
+  );
+  return row;
+}
+
+// ---------------------------------------------------------------------------------------------
+// the data and the write scenarios
+
+interface Setup {
+  account: BenchAccount;
+  productId: number;
+}
+
+async function prepare(engine: 'sqlite' | 'postgres'): Promise<{ url: string; setup: Setup }> {
+  const url = engine === 'sqlite' ? `sqlite:${join(DATA, 'limits.db')}` : await freshPostgresSchema('loyalty_limits');
+  const db = openDb(url, { sqliteSynchronous: 'NORMAL', poolMax: 4 });
+  try {
+    await migrateToLatest(db);
+    // Customers get ids from CUSTOMER_ID_BASE, rows made later from ID_BASE: a recorded customer
+    // id, a returned id and any other number among the parameters are told apart.
+    const startIds = async (table: string, base: number) => {
+      if (db.dialect === 'sqlite') {
+        await sql`delete from sqlite_sequence where name = ${table}`.execute(db.kysely);
+        await sql`insert into sqlite_sequence (name, seq) values (${table}, ${base})`.execute(db.kysely);
+      } else {
+        await sql`select setval(pg_get_serial_sequence(${table}, 'id'), ${base})`.execute(db.kysely);
+      }
+    };
+    await startIds('customers', CUSTOMER_ID_BASE);
+    const services = createServices(db, { clock: systemClock, accessTokenTtlSeconds: 86_400 });
+    // 52 rules: the first page of 50 is the issue's 14 KB page.
+    const account = await seedAccount(services, db, 'Limits', 50, 1000, log);
+    const product = (await services.pointsProducts.create(account.accountId, {
+      exchange_type: 'fixed',
+      points_price: 100,
+      reward: { name: '$1 off' },
+    })) as { id: number };
+    // Every customer can buy for as long as the benchmark runs.
+    const now = Date.now();
+    await sql`insert into points_transactions (account_id, customer_id, points_change, description, occurred_at, created_at, updated_at)
+      select account_id, id, 1000000000000, 'Benchmark balance', ${now}, ${now}, ${now}
+      from customers where account_id = ${account.accountId}`.execute(db.kysely);
+    for (const table of ID_TABLES) await startIds(table, ID_BASE);
+    return { url, setup: { account, productId: product.id } };
+  } finally {
+    await db.close();
+  }
+}
+
+const BODIES = 60_000;
+
+/** The write routes, each with its bodies: every request a new identity, order or purchase. */
+function writeScenarios(setup: Setup) {
+  const { account, productId } = setup;
+  const many = (make: (n: number) => unknown) => () =>
+    Array.from({ length: BODIES }, (_, n) => JSON.stringify(make(n)));
+  return [
+    {
+      name: 'create_or_update (half new)',
+      path: '/v1/customer_identities/create_or_update',
+      token: account.accessToken,
+      body: (n: number, unique: string) => ({
+        customer_identity:
+          n % 2 === 0
+            ? {
+                distinct_id: `new-${unique}`,
+                email: `new-${unique}@bench.example`,
+                first_name: 'New',
+                properties: { n },
+              }
+            : {
+                distinct_id: account.existingDistinctIds(n * 7919),
+                email: `updated-${n}@bench.example`,
+                properties: { n },
+              },
+      }),
+      many,
+    },
+    {
+      name: 'activities (new orders, 2 rules)',
+      path: '/v1/activities',
+      token: account.apiKey,
+      body: (n: number, unique: string) => ({
+        activity: {
+          token: account.activityToken,
+          customer_id: account.customerId(n * 7919),
+          distinct_id: `order-${unique}`,
+          properties: { amount: `${(n % 500) + 1}.${String(n % 100).padStart(2, '0')}` },
+        },
+      }),
+      many,
+    },
+    {
+      name: 'purchases (fixed, 100 points)',
+      path: `/v1/points_products/${productId}/purchase`,
+      token: account.apiKey,
+      body: (n: number) => ({ customer_id: account.customerId(n * 7919) }),
+      many,
+    },
+  ];
+}
+
+// ---------------------------------------------------------------------------------------------
+// the write ceilings: a route's statements, captured and replayed
+
+interface Statement {
+  sql: string;
+  method: string;
+  params: unknown[];
+  /** The ids of the rows it returned, when it returned some (an INSERT … RETURNING). */
+  returned?: number[];
+}
+
+/**
+ * New rows get ids from here on, so an id a recorded statement returned is told apart from every
+ * other number among the parameters (and replaced by the replay's own new id).
+ */
+const ID_BASE = 10_000_000;
+const CUSTOMER_ID_BASE = 20_000_000;
+/** The benchmark's customers: CUSTOMER_ID_BASE + 1 and the 999 after it. */
+const CUSTOMERS = 1000;
+/** The customer of a recorded request: replays spread over every customer, as the load does. */
+const customerOf = (i: number) => CUSTOMER_ID_BASE + 1 + (i % CUSTOMERS);
+const ID_TABLES = [
+  'customers',
+  'customer_identities',
+  'activities',
+  'points_transactions',
+  'points_purchases',
+  'reward_fulfillments',
+];
+
+const idsOf = (rows: unknown): number[] =>
+  (Array.isArray(rows) ? rows : rows ? [rows] : [])
+    .map((row) => Number((row as { id?: unknown }).id))
+    .filter((id) => Number.isInteger(id) && id >= ID_BASE);
+
+let recording: Statement[] | null = null;
+
+/** Records every statement better-sqlite3 runs while `recording` is set. */
+function recordSqlite(): void {
+  const proto = SqliteDatabase.prototype as unknown as {
+    prepare: (this: unknown, sql: string) => Record<string, unknown>;
+  };
+  const prepareStatement = proto.prepare;
+  proto.prepare = function (this: unknown, text: string) {
+    const statement = prepareStatement.call(this, text);
+    for (const method of ['run', 'all', 'get', 'iterate']) {
+      const original = statement[method] as (...args: unknown[]) => unknown;
+      statement[method] = function (this: unknown, ...args: unknown[]) {
+        const result = original.apply(this, args);
+        if (recording) {
+          const returned = method === 'all' || method === 'get' ? idsOf(result) : [];
+          recording.push({ sql: text, method, params: args, ...(returned.length ? { returned } : {}) });
+        }
+        return result;
+      };
+    }
+    return statement;
+  };
+}
+
+/** Records every query the pg client sends while `recording` is set. */
+function recordPostgres(): void {
+  const proto = pg.Client.prototype as unknown as { query: (...args: unknown[]) => unknown };
+  const query = proto.query;
+  proto.query = function (this: unknown, ...args: unknown[]) {
+    const result = query.apply(this, args);
+    if (recording && typeof args[0] === 'string') {
+      const statement: Statement = { sql: args[0], method: 'query', params: (args[1] as unknown[] | undefined) ?? [] };
+      recording.push(statement);
+      void (result as Promise<{ rows: unknown[] }>).then(
+        ({ rows }) => {
+          const returned = idsOf(rows);
+          if (returned.length) statement.returned = returned;
+        },
+        () => undefined,
+      );
+    }
+    return result;
+  };
+}
+
+/**
+ * The statements one request of each write route runs, taken from the app itself on `url`
+ * (in this process): a warm-up request first (caches filled as in a steady run), then the one
+ * recorded. Unique values of the recorded request hold MARK, for the replay to vary.
+ */
+async function captureWrites(url: string, setup: Setup): Promise<Map<string, Statement[][]>> {
+  const db = openDb(url, { poolMax: 2 });
+  const app = await buildApp({
+    config: loadConfig({ RATE_LIMIT_PER_SECOND: '0', AUTH_FAILURES_PER_MINUTE: '0', LOG_LEVEL: 'silent' }),
+    db,
+    logger: false,
+  });
+  await app.ready();
+  const captured = new Map<string, Statement[][]>();
+  try {
+    for (const scenario of writeScenarios(setup)) {
+      const send = (n: number, unique: string) =>
+        app.inject({
+          method: 'POST',
+          url: scenario.path,
+          headers: { authorization: `Bearer ${scenario.token}`, 'content-type': 'application/json' },
+          payload: JSON.stringify(scenario.body(n, unique)),
+        });
+      const sequences: Statement[][] = [];
+      // create_or_update alternates a new identity and an update: both are replayed in turn.
+      for (const n of scenario.name.startsWith('create_or_update') ? [0, 1] : [0]) {
+        await send(n + 2, `warm-${n}`);
+        recording = [];
+        const answer = await send(n, `${MARK}`);
+        sequences.push(recording);
+        recording = null;
+        if (answer.statusCode >= 300) throw new Error(`${scenario.name}: ${answer.statusCode} ${answer.body}`);
+      }
+      captured.set(scenario.name, sequences);
+    }
+  } finally {
+    recording = null;
+    await app.close();
+    await db.close();
+  }
+  return captured;
+}
+
+const CODE = /^[A-HJ-NP-Z2-9]{16}$/;
+
+/**
+ * A recorded value for replay number `i`: MARK made unique, a reward code made anew, an id a
+ * recorded statement returned replaced by the one the replay's statement returned.
+ */
+function vary(value: unknown, i: number, ids: Map<number, number>): unknown {
+  if (Array.isArray(value)) return value.map((item) => vary(item, i, ids));
+  if (typeof value === 'number') {
+    if (value > CUSTOMER_ID_BASE && value <= CUSTOMER_ID_BASE + CUSTOMERS) return customerOf(i * 7919);
+    return ids.get(value) ?? value;
+  }
+  if (typeof value !== 'string') return value;
+  if (CODE.test(value)) return Math.random().toString(36).slice(2, 10).toUpperCase().padEnd(16, 'X');
+  return value.includes(MARK) ? value.replaceAll(MARK, `replay-${i}`) : value;
+}
+
+/** better-sqlite3 running the sequences in a loop, one durable commit each: commits per second. */
+function sqliteCeiling(file: string, sequences: Statement[][], seconds: number, round: number): number {
+  const db = new SqliteDatabase(file);
+  db.pragma('journal_mode = WAL');
+  db.pragma('synchronous = FULL');
+  db.pragma('foreign_keys = ON');
+  const prepared = sequences.map((sequence) =>
+    sequence.map((statement) => ({ ...statement, prepared: db.prepare(statement.sql) })),
+  );
+  const started = performance.now();
+  let done = 0;
+  while (performance.now() - started < seconds * 1000) {
+    const ids = new Map<number, number>();
+    for (const statement of prepared[done % prepared.length] ?? []) {
+      const run = (statement.prepared as unknown as Record<string, (...args: unknown[]) => unknown>)[statement.method];
+      const params = vary(statement.params, round * 10_000_000 + done, ids) as unknown[];
+      let result = run?.apply(statement.prepared, params);
+      if (statement.method === 'iterate') result = [...(result as Iterable<unknown>)];
+      const fresh = idsOf(result);
+      statement.returned?.forEach((id, k) => {
+        if (fresh[k] !== undefined) ids.set(id, fresh[k]);
+      });
+    }
+    done++;
+  }
+  const elapsed = (performance.now() - started) / 1000;
+  db.close();
+  return done / elapsed;
+}
+
+/** A pgbench script of the sequences: parameters written in, MARK varied by a random number. */
+function pgbenchScript(sequences: Statement[][]): string {
+  const literal = (value: unknown): string => {
+    if (value === null || value === undefined) return 'null';
+    if (typeof value === 'number' && value > CUSTOMER_ID_BASE && value <= CUSTOMER_ID_BASE + CUSTOMERS) return ':c';
+    if (typeof value === 'number' || typeof value === 'bigint') return String(value);
+    if (typeof value === 'boolean') return value ? 'true' : 'false';
+    const text = String(value);
+    if (CODE.test(text)) return `upper(substr(md5(random()::text), 1, 16))`;
+    return `'${text.replaceAll("'", "''").replaceAll(MARK, "' || :n || '")}'`;
+  };
+  const lines = [
+    '\\set n random(1, 1000000000000000)',
+    `\\set c random(${CUSTOMER_ID_BASE + 1}, ${CUSTOMER_ID_BASE + CUSTOMERS})`,
+  ];
+  // An id a statement returned is kept with \gset and used where later statements had it.
+  const render = (sequence: Statement[], seq: number) => {
+    const variables = new Map<number, string>();
+    return sequence.map((statement, index) => {
+      let text = statement.sql.replace(/\s+/g, ' ');
+      for (let i = statement.params.length; i >= 1; i--) {
+        const value = statement.params[i - 1];
+        const variable = typeof value === 'number' ? variables.get(value) : undefined;
+        text = text.replaceAll(`$${i}`, variable ?? literal(value));
+      }
+      const id = statement.returned?.length === 1 ? statement.returned[0] : undefined;
+      const used = id !== undefined && sequence.slice(index + 1).some((later) => later.params.includes(id));
+      if (!used) return `${text};`;
+      const prefix = `g${seq}_${index}_`;
+      variables.set(id, `:${prefix}id`);
+      return `${text} \\gset ${prefix}`;
+    });
+  };
+  // pgbench has no branches: with two sequences both run, each counted as one request.
+  sequences.forEach((sequence, seq) => {
+    lines.push(...render(sequence, seq));
+  });
+  return `${lines.join('\n')}\n`;
+}
+
+/** pgbench at the same concurrency: transactions (script runs) per second and mean latency. */
+function postgresCeiling(
+  url: string,
+  script: string,
+  seconds: number,
+  perScript: number,
+): { tps: number; latency: number } {
+  const file = join(DATA, 'pgbench.sql');
+  writeFileSync(file, script);
+  // libpq reads a URI's query percent-decoded only: the space of `-c search_path=…` must be %20.
+  const conninfo = url.replaceAll('+', '%20');
+  const output = execFileSync(
+    'pgbench',
+    ['-n', '-M', 'extended', '-c', String(CONNECTIONS), '-j', '1', '-T', String(seconds), '-f', file, conninfo],
+    { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  const tps = Number(/tps = ([\d.]+)/.exec(output)?.[1] ?? 0);
+  const latency = Number(/latency average = ([\d.]+) ms/.exec(output)?.[1] ?? 0);
+  return { tps: tps * perScript, latency: latency / perScript };
+}
+
+// ---------------------------------------------------------------------------------------------
+// the run
+
+interface EngineReport {
+  engine: string;
+  reads: Row[];
+  readCeilings: Row[];
+  writes: Row[];
+  writeCeilings: Array<{ name: string; rps: number; latency?: number }>;
+}
+
+async function benchEngine(engine: 'sqlite' | 'postgres'): Promise<EngineReport> {
+  log(`\n== ${engine}: seeding`);
+  const { url, setup } = await prepare(engine);
+  const captured = await captureWrites(url, setup);
+  const database = engine === 'postgres';
+  const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
+  const report: EngineReport = { engine, reads: [], readCeilings: [], writes: [], writeCeilings: [] };
+
+  const server = await startService(url, 1);
+  try {
+    const first = await fetch(`${server.url}/v1/earning_rules?limit=50`, { headers: bearer(setup.account.apiKey) });
+    const page = await first.text();
+    const headers: Record<string, string> = {};
+    first.headers.forEach((value, name) => {
+      if (!['date', 'connection', 'keep-alive', 'content-length', 'transfer-encoding'].includes(name))
+        headers[name] = value;
+    });
+    writeFileSync(join(DATA, 'page.json'), page);
+    writeFileSync(join(DATA, 'headers.json'), JSON.stringify(headers));
+    log(
+      `  the page: ${Buffer.byteLength(page)} bytes, ${(JSON.parse(page) as { earning_rules: unknown[] }).earning_rules.length} rules`,
+    );
+
+    log(`== ${engine}: reads`);
+    report.reads.push(
+      await measure(
+        'GET /v1/earning_rules?limit=50',
+        { url: `${server.url}/v1/earning_rules?limit=50`, headers: bearer(setup.account.apiKey) },
+        server.pids,
+        database,
+      ),
+      await measure(
+        'GET /v1/referral_settings',
+        { url: `${server.url}/v1/referral_settings`, headers: bearer(setup.account.apiKey) },
+        server.pids,
+        database,
+      ),
+    );
+    log(`== ${engine}: writes`);
+    for (const scenario of writeScenarios(setup)) {
+      report.writes.push(
+        await measure(
+          scenario.name,
+          {
+            url: `${server.url}${scenario.path}`,
+            method: 'POST',
+            headers: bearer(scenario.token),
+            bodies: (run) => scenario.many((n) => scenario.body(n, `${run}-${n}`))(),
+          },
+          server.pids,
+          database,
+        ),
+      );
+    }
+  } finally {
+    await server.stop();
+  }
+
+  if (engine === 'sqlite') {
+    // Two processes writing one SQLite file: the tail the issue names.
+    log(`== ${engine}: writes with WORKERS=2`);
+    const two = await startService(url, 2);
+    try {
+      for (const scenario of writeScenarios(setup)) {
+        const row = await measure(
+          `${scenario.name}, WORKERS=2`,
+          {
+            url: `${two.url}${scenario.path}`,
+            method: 'POST',
+            headers: bearer(scenario.token),
+            bodies: (run) => scenario.many((n) => scenario.body(n, `w2-${run}-${n}`))(),
+          },
+          two.pids,
+          false,
+        );
+        report.writes.push(row);
+      }
+    } finally {
+      await two.stop();
+    }
+  }
+
+  log(`== ${engine}: write ceilings (the routes' statements, one durable commit each)`);
+  let round = 0;
+  for (const [name, sequences] of captured) {
+    if (engine === 'sqlite') {
+      const rates: number[] = [];
+      for (let i = 0; i < RUNS; i++) rates.push(sqliteCeiling(join(DATA, 'limits.db'), sequences, DURATION, ++round));
+      const rps = median(rates);
+      log(
+        `    ${name}: ${rps.toFixed(0)} commits/s (runs ${rates.map((r) => r.toFixed(0)).join(', ')}), ${sequences.map((s) => s.length).join('+')} statements`,
+      );
+      report.writeCeilings.push({ name, rps });
+    } else {
+      const script = pgbenchScript(sequences);
+      const runs = Array.from({ length: RUNS }, () => postgresCeiling(url, script, DURATION, sequences.length));
+      const rps = median(runs.map((r) => r.tps));
+      const latency = median(runs.map((r) => r.latency));
+      log(
+        `    ${name}: ${rps.toFixed(0)} transactions/s (runs ${runs.map((r) => r.tps.toFixed(0)).join(', ')}), mean ${latency.toFixed(1)} ms`,
+      );
+      report.writeCeilings.push({ name, rps, latency });
+    }
+  }
+  return report;
+}
+
+async function readCeilings(pageFile: string, headersFile: string): Promise<Row[]> {
+  log('\n== read ceilings: the same page from memory');
+  const rows: Row[] = [];
+  for (const [mode, name] of [
+    ['node', 'bare node:http sending the page’s bytes'],
+    ['fastify-string', 'Fastify sending the page pre-serialised, with the service’s headers'],
+    ['fastify-object', 'Fastify serialising the page object (the route’s schema)'],
+  ] as const) {
+    const peer = await startProcess(
+      ['dist-bench/bench/ceilings.js'],
+      { MODE: mode, PAGE_FILE: pageFile, HEADERS_FILE: headersFile },
+      /listening (\d+)/,
+    );
+    try {
+      rows.push(
+        await measure(name, { url: `http://127.0.0.1:${peer.port}/v1/earning_rules?limit=50` }, () => [
+          peer.child.pid ?? 0,
+        ]),
+      );
+    } finally {
+      await stopChild(peer.child);
+    }
+  }
+  return rows;
+}
+
+function writeLimitsReport(started: Date, engines: EngineReport[], ceilings: Row[]): string {
+  const fixed = (value: number, digits = 0) =>
+    value.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
+  const fastifyString = ceilings[1]?.rps ?? 1;
+  const out: string[] = [
+    '# The service against the machine’s limits',
+    '',
+    `Generated by \`npm run bench:limits\` (bench/limits.ts) on ${started.toISOString().slice(0, 16).replace('T', ' ')} UTC: ` +
+      `${cpus().length} × ${cpus()[0]?.model ?? 'unknown'}, Node ${process.version}. wrk 4.1 (one thread, ${CONNECTIONS} connections), ` +
+      `${RUNS} runs of ${DURATION} s after a ${WARMUP} s warm-up; medians. The load generator shares the two cores with ` +
+      'the server: its CPU is in the `wrk` column (1.00 = a whole core). WORKERS=1, rate limit off, LOG_LEVEL=warn.',
+    '',
+    '## Read ceilings (the page of 50 rules, from memory)',
+    '',
+    '| what | req/s | p99 ms | server µs/req | wrk cores |',
+    '|---|---:|---:|---:|---:|',
+    ...ceilings.map(
+      (r) => `| ${r.name} | ${fixed(r.rps)} | ${fixed(r.p99, 1)} | ${fixed(r.serverUs)} | ${fixed(r.loaderCores, 2)} |`,
+    ),
+  ];
+  for (const engine of engines) {
+    out.push(
+      '',
+      `## ${engine.engine === 'sqlite' ? 'SQLite' : 'PostgreSQL'}`,
+      '',
+      '| scenario | req/s | p50 ms | p99 ms | server µs/req | database µs/req | wrk cores | ceiling | ratio (target ≥ 0.7) |',
+      '|---|---:|---:|---:|---:|---:|---:|---|---:|',
+    );
+    for (const row of engine.reads) {
+      out.push(
+        `| ${row.name} | ${fixed(row.rps)} | ${fixed(row.p50, 1)} | ${fixed(row.p99, 1)} | ${fixed(row.serverUs)} | ${row.databaseUs === undefined ? '—' : fixed(row.databaseUs)} | ${fixed(row.loaderCores, 2)} | Fastify pre-serialised: ${fixed(fastifyString)} | ${fixed(row.rps / fastifyString, 2)} |`,
+      );
+    }
+    for (const row of engine.writes) {
+      const ceiling = engine.writeCeilings.find((c) => row.name.startsWith(c.name));
+      const label = engine.engine === 'sqlite' ? 'better-sqlite3, one commit each' : 'pgbench, same SQL, 50 clients';
+      out.push(
+        `| POST ${row.name} | ${fixed(row.rps)} | ${fixed(row.p50, 1)} | ${fixed(row.p99, 1)} | ${fixed(row.serverUs)} | ${row.databaseUs === undefined ? '—' : fixed(row.databaseUs)} | ${fixed(row.loaderCores, 2)} | ${label}: ${fixed(ceiling?.rps ?? 0)} | ${fixed(row.rps / (ceiling?.rps || 1), 2)} |`,
+      );
+    }
+    const failures = [...engine.reads, ...engine.writes].filter((row) => row.failures > 0);
+    if (failures.length > 0)
+      out.push('', `Failures (errors or non-2xx): ${failures.map((r) => `${r.name} ${r.failures}`).join('; ')}.`);
+  }
+  out.push(
+    '',
+    '## How the ceilings are made',
+    '',
+    '- Reads: bench/ceilings.ts serves the page the service answered, with the headers it answered with (a new',
+    '  `x-request-id` each time), from memory: no storage, no authentication.',
+    '- Writes: bench/limits.ts records the statements one request of each route runs in the app itself (a warm-up',
+    '  request first), then replays them: on SQLite with better-sqlite3 in one loop, each request’s statements in one',
+    '  `BEGIN IMMEDIATE … COMMIT` with `synchronous=FULL` (one durable commit each, one at a time: the disk’s commit',
+    '  rate); on PostgreSQL with pgbench, the same SQL with its values written in, 50 clients. Unique values (new',
+    '  identities, orders, reward codes) are varied per replay. create_or_update replays its new and its update',
+    '  request in turn. The two `busy_timeout` pragmas the service sets around `BEGIN IMMEDIATE` are not replayed.',
+    '',
+  );
+  const file = join(ROOT, 'docs', 'limits.md');
+  writeFileSync(file, out.join('\n'));
+  return file;
+}
+
+async function main(): Promise<void> {
+  const started = new Date();
+  ensureWrk();
+  rmSync(DATA, { recursive: true, force: true });
+  mkdirSync(DATA, { recursive: true });
+  recordSqlite();
+  recordPostgres();
+  const engines: EngineReport[] = [];
+  for (const engine of ENGINES) {
+    if (engine === 'postgres') {
+      const client = new pg.Client({ connectionString: PG_URL });
+      const reachable = await client.connect().then(
+        () => true,
+        () => false,
+      );
+      await client.end().catch(() => undefined);
+      if (!reachable) {
+        log(`PostgreSQL skipped: nothing answers at ${PG_URL}`);
+        continue;
+      }
+    }
+    engines.push(await benchEngine(engine));
+  }
+  const ceilings = await readCeilings(join(DATA, 'page.json'), join(DATA, 'headers.json'));
+  const file = writeLimitsReport(started, engines, ceilings);
+  rmSync(DATA, { recursive: true, force: true });
+  log(`\nwrote ${file}`);
+}
+
+await main();
