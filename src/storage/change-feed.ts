@@ -25,7 +25,17 @@ type Listener = (kind: ChangeKind, accountId: number) => void;
  * nothing may be cached until the feed listens again. Started by the first `isLive()`, so a CLI
  * command that caches nothing never opens the connection.
  */
-export class ChangeFeed {
+/** What an AccountCache needs to know of changes made by other processes. */
+export interface Changes {
+  /** True while every change is known; a cache keeps nothing otherwise. */
+  isLive(): boolean;
+  /** Calls `listener` for each change of one account's data; returns how to stop. */
+  onChange(listener: Listener): () => void;
+  /** Calls `listener` whenever changes may have been missed: forget everything cached. */
+  onReset(listener: () => void): void;
+}
+
+export class ChangeFeed implements Changes {
   private client: pg.Client | null = null;
   private schema = '';
   private live = false;
@@ -127,9 +137,10 @@ export const CACHE_MAX_AGE_MS = 1000;
 const ACCOUNT_CACHE_ENTRIES = 100_000;
 
 /**
- * One value per account (its referral settings, its earning-rules version), kept while a
- * ChangeFeed is live and forgotten when the feed says the account changed. Without a feed
- * (SQLite, where reading is a local call) or while the feed is down, every read loads.
+ * One value per account (its referral settings, its earning-rules version), kept while the
+ * changes are known (Changes: the PostgreSQL ChangeFeed, or SqliteChanges) and forgotten when
+ * they say the account, or anything, changed. Without them, or while the feed is down, every read
+ * loads.
  *
  * A load that was in flight when a change arrived is served but not kept: it may have read the
  * value from before the change. `maxAgeMs` bounds how long a value is kept even so, should the
@@ -142,7 +153,7 @@ export class AccountCache<T> {
   private epoch = 0;
 
   constructor(
-    private readonly feed: ChangeFeed | null,
+    private readonly feed: Changes | null,
     kind: ChangeKind,
     private readonly maxAgeMs: number,
   ) {

@@ -17,8 +17,9 @@ import {
 } from 'kysely';
 import pg from 'pg';
 import { redactUrl } from '../config.js';
-import { ChangeFeed } from './change-feed.js';
+import { ChangeFeed, type Changes } from './change-feed.js';
 import type { Database } from './schema.js';
+import { SqliteChanges } from './sqlite-changes.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -35,8 +36,8 @@ export interface Db {
   readonly dialect: Dialect;
   /** A printable description of where the data lives (no password). */
   readonly location: string;
-  /** Changes made by any process, on PostgreSQL; null on SQLite (see ChangeFeed). */
-  readonly changes: ChangeFeed | null;
+  /** Changes made by other processes: the ChangeFeed on PostgreSQL, SqliteChanges on SQLite. */
+  readonly changes: Changes | null;
   close(): Promise<void>;
 }
 
@@ -70,7 +71,7 @@ function openSqlite(path: string, options: DbOptions): Db {
     kysely,
     dialect: 'sqlite',
     location: `sqlite:${file}`,
-    changes: null,
+    changes: new SqliteChanges(database),
     close: () => kysely.destroy(),
   };
 }

@@ -24,7 +24,7 @@ describe.skipIf(testEngine !== 'postgres')('ChangeFeed and AccountCache on Postg
 
   beforeEach(async () => {
     test = await createTestDb();
-    feed = test.db.changes!;
+    feed = test.db.changes as ChangeFeed;
     const services = createServices(test.db, { clock: systemClock, accessTokenTtlSeconds: 60 });
     tenant = await createTenant(services);
     other = openDb(test.url);
@@ -151,17 +151,47 @@ describe.skipIf(testEngine !== 'postgres')('ChangeFeed and AccountCache on Postg
   });
 });
 
-describe.skipIf(testEngine !== 'sqlite')('AccountCache on SQLite', () => {
-  it('has no feed, so it loads on every read', async () => {
+describe.skipIf(testEngine !== 'sqlite')('AccountCache on SQLite (PRAGMA data_version)', () => {
+  it('keeps a value while no other connection commits, and forgets it at the next read after one does', async () => {
     const test = await createTestDb();
+    // Another process: its own connection to the same file.
+    const other = openDb(test.url);
     try {
-      expect(test.db.changes).toBeNull();
       const cache = new AccountCache<number>(test.db.changes, 'referral_settings', 60_000);
       let loads = 0;
       const load = async () => ++loads;
       expect(await cache.get(1, load)).toBe(1);
+      expect(await cache.get(1, load)).toBe(1);
+      // This connection's own writes do not move data_version (its services forget for themselves).
+      await sql`create table mine (x integer)`.execute(test.db.kysely);
+      expect(await cache.get(1, load)).toBe(1);
+      await sql`create table theirs (x integer)`.execute(other.kysely);
+      expect(await cache.get(1, load)).toBe(2);
       expect(await cache.get(1, load)).toBe(2);
     } finally {
+      await other.close();
+      await test.destroy();
+    }
+  });
+
+  it('serves what another process changed at its next request: settings and rules', async () => {
+    const test = await createTestDb();
+    const other = openDb(test.url);
+    try {
+      const services = createServices(test.db, { clock: systemClock, accessTokenTtlSeconds: 60 });
+      const elsewhere = createServices(other, { clock: systemClock, accessTokenTtlSeconds: 60 });
+      const tenant = await createTenant(services);
+      await services.referralSettings.set(tenant.accountId, referralSettingsFixture);
+      expect((await services.referralSettings.get(tenant.accountId)).status).toBe('active');
+      await elsewhere.referralSettings.set(tenant.accountId, inactive);
+      expect((await services.referralSettings.get(tenant.accountId)).status).toBe('inactive');
+
+      const page = () => services.earningRules.listSerialised(tenant.accountId, {}, (p) => JSON.stringify(p));
+      expect(JSON.parse(await page()).earning_rules).toHaveLength(0);
+      await elsewhere.earningRules.create(tenant.accountId, earningRuleFixture('from elsewhere'));
+      expect(JSON.parse(await page()).earning_rules).toHaveLength(1);
+    } finally {
+      await other.close();
       await test.destroy();
     }
   });
