@@ -5,7 +5,8 @@ import { findRulesVersion } from './repository.js';
 /**
  * The earning-rules page cache, in one place: serialised pages kept with the account's rules
  * version they were built at, and the versions themselves (on PostgreSQL kept until a change
- * notification, at most CACHE_MAX_AGE_MS; on SQLite read on every request). A page is served
+ * notification, on SQLite until another connection commits (PRAGMA data_version), at most
+ * CACHE_MAX_AGE_MS either way). A page is served
  * only while its version is still the account's current one, so a cached page is always exact:
  * any change to the account's rules, by any process or by the CLI, raises the version in the
  * same transaction.
