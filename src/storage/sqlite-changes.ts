@@ -14,13 +14,17 @@ import type { Changes } from './change-feed.js';
 export class SqliteChanges implements Changes {
   private version: number | null = null;
   private readonly resetListeners = new Set<() => void>();
+  /** Prepared once: `database.pragma()` would prepare the statement again on every request. */
+  private readonly dataVersion: SqliteDatabase.Statement<[], number>;
 
-  constructor(private readonly database: SqliteDatabase.Database) {}
+  constructor(database: SqliteDatabase.Database) {
+    this.dataVersion = database.prepare<[], number>('PRAGMA data_version').pluck();
+  }
 
   isLive(): boolean {
     let version: number;
     try {
-      version = this.database.pragma('data_version', { simple: true }) as number;
+      version = this.dataVersion.get() as number;
     } catch {
       // A closed database: nothing may be kept.
       return false;
