@@ -23,6 +23,7 @@ import { createServices } from '../src/services.js';
 import { openDb } from '../src/storage/db.js';
 import { migrateToLatest } from '../src/storage/migrator.js';
 import { freshPostgresSchema, PG_URL, ROOT, startProcess, startService, stopChild } from './processes.js';
+import { median } from './results.js';
 import { type BenchAccount, seedAccount } from './seed.js';
 
 const DURATION = Number(process.env.BENCH_DURATION ?? 8);
@@ -54,12 +55,6 @@ interface Row extends Figures {
   name: string;
   runs: number[];
 }
-
-const median = (values: number[]) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? (sorted[mid] ?? 0) : ((sorted[mid - 1] ?? 0) + (sorted[mid] ?? 0)) / 2;
-};
 
 /** User + system CPU ticks of a process so far (0 once it has gone). */
 function cpuTicks(pid: number): number {

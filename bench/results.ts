@@ -35,3 +35,10 @@ export interface EngineResult {
   scale?: Row[];
   fixedRate?: Row[];
 }
+
+/** The median of a run's figures (the mean of the middle two for an even count). */
+export function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? (sorted[mid] ?? 0) : ((sorted[mid - 1] ?? 0) + (sorted[mid] ?? 0)) / 2;
+}

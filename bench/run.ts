@@ -18,7 +18,7 @@ import {
   stopChild,
 } from './processes.js';
 import { writeReport } from './report.js';
-import type { DatabaseWork, Engine, EngineResult, Figures, Row } from './results.js';
+import { type DatabaseWork, type Engine, type EngineResult, type Figures, median, type Row } from './results.js';
 import { type BenchData, seed } from './seed.js';
 
 const quick = process.env.BENCH_QUICK === '1';
@@ -49,12 +49,6 @@ async function load(options: autocannon.Options): Promise<Figures> {
     non2xx: result.non2xx,
   };
 }
-
-const median = (values: number[]) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? (sorted[mid] ?? 0) : ((sorted[mid - 1] ?? 0) + (sorted[mid] ?? 0)) / 2;
-};
 
 /** A warm-up, then RUNS measured runs; the row holds the medians. */
 async function measure(name: string, options: () => autocannon.Options, database?: pg.Client): Promise<Row> {

@@ -48,7 +48,7 @@ const accessPages: FastifyPluginAsyncTypebox = async (app) => {
         root: 'api_key',
         fields: ['scopes'],
         values: request.body,
-        data: await keysPage(accountId),
+        data: () => keysPage(accountId),
         save: () => Promise.reject(error),
       });
     }

@@ -43,14 +43,16 @@ const customerPages: FastifyPluginAsyncTypebox = async (app) => {
   app.post('/customers', { schema: { hide: true, body: FormBody } }, async (request, reply) => {
     const { accountId } = request.console!.user;
     const form = new Form(request.body);
-    const page = await customers.page(accountId, {});
     return submitForm(request, reply, {
       view: 'customers',
       title: 'Customers',
       root: 'customer',
       fields: ['email', 'first_name', 'last_name'],
       values: request.body,
-      data: { email: '', customers: page.customers, metadata: page.metadata, base: '/admin/customers' },
+      data: async () => {
+        const page = await customers.page(accountId, {});
+        return { email: '', customers: page.customers, metadata: page.metadata, base: '/admin/customers' };
+      },
       save: async () => {
         const created = await customers.create(accountId, {
           email: form.text('email'),
@@ -105,13 +107,13 @@ const customerPages: FastifyPluginAsyncTypebox = async (app) => {
     { schema: { hide: true, params: IdParams, body: FormBody } },
     async (request, reply) => {
       const { accountId } = request.console!.user;
-      const data = await customerData(accountId, request.params.id, undefined);
+      const customer = await customers.get(accountId, request.params.id);
       const form = new Form(request.body);
       return submitForm(request, reply, {
         ...ADJUST_FORM,
-        title: data.title,
+        title: customer.email,
         values: request.body,
-        data: { ...data, failedForm: 'adjust' },
+        data: async () => ({ ...(await customerData(accountId, customer.id, undefined)), failedForm: 'adjust' }),
         save: async () => {
           // The console asks for a reason (the API lets it be empty): every manual change says why.
           if (form.text('description').trim() === '') {
@@ -120,7 +122,7 @@ const customerPages: FastifyPluginAsyncTypebox = async (app) => {
           const input = validate(
             PointsTransactionInput,
             {
-              customer_id: data.customer.id,
+              customer_id: customer.id,
               points_change: form.number('points_change'),
               description: form.text('description'),
               internal_note: form.optional('internal_note') ?? null,
@@ -129,7 +131,7 @@ const customerPages: FastifyPluginAsyncTypebox = async (app) => {
           );
           const key = form.text('idempotency_key');
           await pointsTransactions.create(accountId, input, ADJUST_KEY.test(key) ? key : undefined, JSON.stringify);
-          return `/admin/customers/${data.customer.id}?notice=adjusted`;
+          return `/admin/customers/${customer.id}?notice=adjusted`;
         },
       });
     },
@@ -140,17 +142,17 @@ const customerPages: FastifyPluginAsyncTypebox = async (app) => {
     { schema: { hide: true, params: IdParams, body: FormBody } },
     async (request, reply) => {
       const { accountId } = request.console!.user;
-      const data = await customerData(accountId, request.params.id, undefined);
+      const customer = await customers.get(accountId, request.params.id);
       return submitForm(request, reply, {
         view: 'customer',
-        title: data.title,
+        title: customer.email,
         root: 'customer',
         fields: ['state'],
         values: request.body,
-        data: { ...data, failedForm: 'state' },
+        data: async () => ({ ...(await customerData(accountId, customer.id, undefined)), failedForm: 'state' }),
         save: async () => {
-          await customers.setState(data.customer.id, new Form(request.body).text('state'));
-          return `/admin/customers/${data.customer.id}?notice=saved`;
+          await customers.setState(customer.id, new Form(request.body).text('state'));
+          return `/admin/customers/${customer.id}?notice=saved`;
         },
       });
     },

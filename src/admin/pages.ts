@@ -21,15 +21,21 @@ export interface FormView {
 export async function submitForm(
   request: FastifyRequest,
   reply: FastifyReply,
-  form: FormView & { values: FormBody; data?: Record<string, unknown>; save: () => Promise<string> },
+  form: FormView & {
+    values: FormBody;
+    /** What the page shows besides the form; a function when only a refusal needs it (no reads on success). */
+    data?: Record<string, unknown> | (() => Promise<Record<string, unknown>>);
+    save: () => Promise<string>;
+  },
 ): Promise<FastifyReply> {
   try {
     return reply.redirect(await form.save(), 303);
   } catch (error) {
     if (!(error instanceof DomainError) || error.status >= 500 || error.status === 404) throw error;
+    const data = typeof form.data === 'function' ? await form.data() : form.data;
     return sendPage(reply, request, error.status, form.view, {
       title: form.title,
-      ...form.data,
+      ...data,
       values: form.values,
       errors: formErrors(error, form.root, form.fields),
     });

@@ -253,12 +253,12 @@ const programPages: FastifyPluginAsyncTypebox = async (app) => {
 
   // --- Activity types -------------------------------------------------------------------------
 
-  const sendActivityTypes = async (accountId: number) => ({ types: await activityTypes.list(accountId) });
+  const activityTypesData = async (accountId: number) => ({ types: await activityTypes.list(accountId) });
 
   app.get('/activity-types', { schema: { ...hide, querystring: PageQuery } }, async (request, reply) => {
     return sendPage(reply, request, 200, ACTIVITY_TYPE_FORM.view, {
       title: ACTIVITY_TYPE_FORM.title,
-      ...(await sendActivityTypes(request.console!.user.accountId)),
+      ...(await activityTypesData(request.console!.user.accountId)),
       values: {},
       notice: noticeFor(request.query.notice),
     });
@@ -269,7 +269,7 @@ const programPages: FastifyPluginAsyncTypebox = async (app) => {
     return submitForm(request, reply, {
       ...ACTIVITY_TYPE_FORM,
       values: request.body,
-      data: await sendActivityTypes(accountId),
+      data: () => activityTypesData(accountId),
       save: async () => {
         await activityTypes.create(accountId, { name: new Form(request.body).text('name') });
         return '/admin/activity-types?notice=created';
@@ -295,7 +295,7 @@ const programPages: FastifyPluginAsyncTypebox = async (app) => {
     return submitForm(request, reply, {
       ...TIERS_FORM,
       values: request.body,
-      data: { tiers: await vipTiers.list(accountId) },
+      data: async () => ({ tiers: await vipTiers.list(accountId) }),
       save: async () => {
         await vipTiers.create(accountId, tierInput(new Form(request.body)));
         return '/admin/vip-tiers?notice=created';

@@ -1,32 +1,14 @@
-import { Writable } from 'node:stream';
 import { afterEach, beforeEach, expect, it } from 'vitest';
-import { buildApp } from '../../src/app.js';
-import { loadConfig } from '../../src/config.js';
-import { createTestDb, FakeClock, type TestApp, type TestDb } from '../helpers/app.js';
+import { createTestApp, type TestApp } from '../helpers/app.js';
 import { createMerchant, PASSWORD, signedIn } from './helpers.js';
 
-let testDb: TestDb;
 let t: TestApp;
 const lines: string[] = [];
 
 beforeEach(async () => {
-  testDb = await createTestDb();
-  const config = loadConfig({ RATE_LIMIT_PER_SECOND: '0' });
-  const stream = new Writable({
-    write(chunk, _encoding, done) {
-      lines.push(String(chunk));
-      done();
-    },
-  });
-  const clock = new FakeClock();
-  const app = await buildApp({ config, db: testDb.db, clock, logger: { level: 'trace', stream } });
-  await app.ready();
-  t = { app, services: app.services, db: testDb.db, url: testDb.url, clock, config, close: async () => {} };
+  t = await createTestApp({}, { logLines: lines });
 });
-afterEach(async () => {
-  await t.app.close();
-  await testDb.destroy();
-});
+afterEach(async () => t.close());
 
 it('never logs the password, the session cookie, the CSRF token or a new API key, even at trace level', async () => {
   const merchant = await createMerchant(t);

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Writable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import pg from 'pg';
 import { buildApp } from '../../src/app.js';
@@ -113,12 +114,30 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
-/** Builds the app on a fresh database, with a fake clock and no rate limit unless asked. */
-export async function createTestApp(env: Record<string, string> = {}): Promise<TestApp> {
+/**
+ * Builds the app on a fresh database, with a fake clock and no rate limit unless asked. With
+ * `logLines`, the app logs at trace level into that array (the log tests read it).
+ */
+export async function createTestApp(
+  env: Record<string, string> = {},
+  options: { logLines?: string[] } = {},
+): Promise<TestApp> {
   const testDb = await createTestDb();
   const config = loadConfig({ RATE_LIMIT_PER_SECOND: '0', LOG_LEVEL: 'silent', ...env });
   const clock = new FakeClock();
-  const app = await buildApp({ config, db: testDb.db, clock, logger: false });
+  const { logLines } = options;
+  const logger = logLines
+    ? {
+        level: 'trace',
+        stream: new Writable({
+          write(chunk, _encoding, done) {
+            logLines.push(String(chunk));
+            done();
+          },
+        }),
+      }
+    : false;
+  const app = await buildApp({ config, db: testDb.db, clock, logger });
   await app.ready();
   return {
     app,

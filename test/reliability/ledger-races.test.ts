@@ -7,7 +7,7 @@ import { createTestDatabaseUrl, type TestDatabaseUrl, testEngine } from '../help
 import { fixedRule, unbalancedCustomers } from '../helpers/engine.js';
 import { seedTenant } from '../helpers/seed.js';
 import type { ServerProcess } from '../helpers/server-process.js';
-import { openStore, Servers, sendJson, tally } from './support.js';
+import { balanceOf, burst, openStore, Servers, sendJson, tally } from './support.js';
 
 // The ledger's guarantees under real concurrency: 100 requests at once against real server
 // processes over real sockets, on this pass's engine: through one process, split across two
@@ -65,17 +65,8 @@ afterAll(async () => {
 });
 
 /** Sends `count` requests at once, alternating between `targets`. */
-function burst(targets: ServerProcess[], count: number, request: (i: number) => { path: string; body: unknown }) {
-  return Promise.all(
-    Array.from({ length: count }, (_, i) => {
-      const { path, body } = request(i);
-      return sendJson(targets[i % targets.length]!.url, 'POST', path, seeded.tenant.apiKey, body, {
-        agent,
-        timeoutMs: 30_000,
-      });
-    }),
-  );
-}
+const burstOf = (targets: ServerProcess[], count: number, request: (i: number) => { path: string; body: unknown }) =>
+  burst(targets, count, seeded.tenant.apiKey, request, { agent });
 
 async function newCustomer(email: string, points = 0): Promise<number> {
   const reply = await sendJson(first.url, 'POST', '/v1/activities', seeded.tenant.apiKey, {
@@ -90,15 +81,6 @@ async function newCustomer(email: string, points = 0): Promise<number> {
     expect(topUp.status, topUp.body).toBe(201);
   }
   return id;
-}
-
-async function balanceOf(id: number): Promise<number> {
-  const row = await store.kysely
-    .selectFrom('customers')
-    .select('points_balance')
-    .where('id', '=', id)
-    .executeTakeFirstOrThrow();
-  return Number(row.points_balance);
 }
 
 async function creditsOf(id: number): Promise<number[]> {
@@ -118,7 +100,7 @@ describe.each([
 ])(`the ledger under ${PARALLEL} parallel requests (${testEngine}): $name`, ({ targets, tag }) => {
   it('100 activities with one distinct_id: one activity, credited once, 99 answers of it', async () => {
     const customer = await newCustomer(`same-${tag}@example.com`);
-    const replies = await burst(targets(), PARALLEL, () => ({
+    const replies = await burstOf(targets(), PARALLEL, () => ({
       path: '/v1/activities',
       body: { activity: { token: seeded.onceToken, customer_id: customer, distinct_id: `order-${tag}` } },
     }));
@@ -132,12 +114,12 @@ describe.each([
     );
     expect(Number(rows[0]!.n)).toBe(1);
     expect(await creditsOf(customer)).toEqual([10, 10]); // the seeding activity's, and this one's
-    expect(await balanceOf(customer)).toBe(20);
+    expect(await balanceOf(store, customer)).toBe(20);
   });
 
   it('100 activities of one customer on a rule with max 3: exactly 3 credits', async () => {
     const customer = await newCustomer(`limited-${tag}@example.com`);
-    const replies = await burst(targets(), PARALLEL, () => ({
+    const replies = await burstOf(targets(), PARALLEL, () => ({
       path: '/v1/activities',
       body: { activity: { token: seeded.limitedToken, customer_id: customer } },
     }));
@@ -145,12 +127,12 @@ describe.each([
     const credited = replies.filter((r) => r.json.activity.points_transactions.length > 0);
     expect(credited).toHaveLength(3);
     expect(await creditsOf(customer)).toEqual([10, 5, 5, 5]);
-    expect(await balanceOf(customer)).toBe(25);
+    expect(await balanceOf(store, customer)).toBe(25);
   });
 
   it('100 deductions that together exceed the balance: never below 0, equal to the ledger', async () => {
     const customer = await newCustomer(`spender-${tag}@example.com`, 1000);
-    const replies = await burst(targets(), PARALLEL, () => ({
+    const replies = await burstOf(targets(), PARALLEL, () => ({
       path: '/v1/points_transactions',
       body: { points_transaction: { customer_id: customer, points_change: -15 } },
     }));
@@ -158,7 +140,7 @@ describe.each([
     expect(tally(replies, (r) => r.status)).toEqual({ 201: 66, 422: 34 });
     for (const reply of replies.filter((r) => r.status === 422))
       expect(reply.json.error.code).toBe('insufficient_points');
-    expect(await balanceOf(customer)).toBe(10);
+    expect(await balanceOf(store, customer)).toBe(10);
     expect(await unbalancedCustomers(store.kysely)).toEqual([]);
   });
 });
@@ -182,7 +164,7 @@ it('the database itself refuses a balance below 0 and a changed transaction', as
     .insertInto('points_transactions')
     .values({ ...row, points_change: -4 })
     .execute();
-  expect(await balanceOf(customer)).toBe(6);
+  expect(await balanceOf(store, customer)).toBe(6);
   await expect(
     store.kysely
       .updateTable('points_transactions')

@@ -5,7 +5,7 @@ import { createTestDatabaseUrl, type Tenant, type TestDatabaseUrl, testEngine } 
 import { rowCount, unbalancedCustomers } from '../helpers/engine.js';
 import { seedTenant, withServices } from '../helpers/seed.js';
 import type { ServerProcess } from '../helpers/server-process.js';
-import { openStore, Servers, sendJson, tally } from './support.js';
+import { balanceOf, burst, openStore, Servers, tally } from './support.js';
 
 // Purchases under real concurrency: 50 at once against real server processes over real sockets,
 // on this pass's engine, through one process and split across two sharing the database.
@@ -56,25 +56,14 @@ function customerWith(email: string, points: number): Promise<number> {
 }
 
 function purchases(targets: ServerProcess[], customerId: number, headers: Record<string, string> = {}) {
-  return Promise.all(
-    Array.from({ length: PARALLEL }, (_, i) =>
-      sendJson(
-        targets[i % targets.length]!.url,
-        'POST',
-        `/v1/points_products/${productId}/purchase`,
-        tenant.apiKey,
-        { customer_id: customerId },
-        { agent, headers, timeoutMs: 30_000 },
-      ),
-    ),
+  return burst(
+    targets,
+    PARALLEL,
+    tenant.apiKey,
+    () => ({ path: `/v1/points_products/${productId}/purchase`, body: { customer_id: customerId } }),
+    { agent, headers },
   );
 }
-
-const balanceOf = async (id: number) =>
-  Number(
-    (await store.kysely.selectFrom('customers').select('points_balance').where('id', '=', id).executeTakeFirstOrThrow())
-      .points_balance,
-  );
 
 describe.each([
   { name: 'one server process', targets: () => [first], tag: 'one' },
@@ -88,7 +77,7 @@ describe.each([
       expect(reply.json.error.code).toBe('insufficient_points');
     const codes = replies.filter((r) => r.status === 201).map((r) => r.json.points_purchase.reward_fulfillment.code);
     expect(new Set(codes).size).toBe(10);
-    expect(await balanceOf(customer)).toBe(0);
+    expect(await balanceOf(store, customer)).toBe(0);
     const fulfillments = await store.kysely
       .selectFrom('reward_fulfillments')
       .select('code')
@@ -105,6 +94,6 @@ describe.each([
     expect(tally(replies, (r) => r.status)).toEqual({ 201: PARALLEL });
     expect(new Set(replies.map((r) => r.body)).size).toBe(1);
     expect((await rowCount(store.kysely, 'points_purchases')) - before).toBe(1);
-    expect(await balanceOf(customer)).toBe(900);
+    expect(await balanceOf(store, customer)).toBe(900);
   });
 });

@@ -128,6 +128,35 @@ export async function sendJson(
 }
 
 /**
+ * Sends `count` JSON POSTs at once with `token`, alternating between `targets` (server processes),
+ * the body of each made by `request` from its index.
+ */
+export function burst(
+  targets: ServerProcess[],
+  count: number,
+  token: string,
+  request: (i: number) => { path: string; body: unknown },
+  options: { agent?: http.Agent; headers?: Record<string, string> } = {},
+): Promise<Array<Reply & { json: any }>> {
+  return Promise.all(
+    Array.from({ length: count }, (_, i) => {
+      const { path, body } = request(i);
+      return sendJson(targets[i % targets.length]!.url, 'POST', path, token, body, { ...options, timeoutMs: 30_000 });
+    }),
+  );
+}
+
+/** A customer's points balance, as stored. */
+export async function balanceOf(store: Db, id: number): Promise<number> {
+  const row = await store.kysely
+    .selectFrom('customers')
+    .select('points_balance')
+    .where('id', '=', id)
+    .executeTakeFirstOrThrow();
+  return Number(row.points_balance);
+}
+
+/**
  * Checks an error response against the contract: body `{"error": {code, message, request_id,
  * details?}}` and nothing else, a code of the table with its status, `X-Request-Id` equal to
  * `request_id`, `Retry-After` on 429 and 503. Throws a readable Error; returns the code.
