@@ -1,13 +1,16 @@
-// `npm run bench:profile -- ROUTE [sqlite|postgres]`: a CPU profile of the server under 50
-// connections on one GET route (with an API key of the benchmark's base account), summarised by where the time went (our code, Fastify, Kysely, the pg
-// client, Node's core, idle), with the CPU the PostgreSQL processes used meanwhile. The profile
-// itself (.cpuprofile, for Chrome DevTools) is kept in bench/.profiles/.
+// `npm run bench:profile -- ROUTE|WRITE [sqlite|postgres]`: a CPU profile of the server under 50
+// connections on one GET route (with an API key of the benchmark's base account) or on one of
+// bench:limits' write scenarios (WRITE: create_or_update, activities or purchases, every request
+// a new body), summarised by where the time went (our code, Fastify, Kysely, the pg client,
+// Node's core, idle), with the CPU the PostgreSQL processes used meanwhile. The profile itself
+// (.cpuprofile, for Chrome DevTools) is kept in bench/.profiles/.
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { freshPostgresSchema, ROOT, startService } from './processes.js';
 import { seed } from './seed.js';
+import { prepare, writeScenarios } from './write-scenarios.js';
 
 const SCHEMA = 'loyalty_profile';
 const DURATION = Number(process.env.BENCH_DURATION ?? 10);
@@ -72,14 +75,28 @@ async function main(): Promise<void> {
   const dataDir = join(ROOT, 'bench', '.profiles');
   rmSync(dataDir, { recursive: true, force: true });
   mkdirSync(dataDir, { recursive: true });
-  const url = engine === 'sqlite' ? `sqlite:${join(dataDir, 'profile.db')}` : await freshPostgresSchema(SCHEMA);
-  const data = await seed(url, () => {}, 2000);
+  const write = route.startsWith('/') ? undefined : route;
+  let url: string;
+  let target: (base: string) => autocannon.Options;
+  if (write === undefined) {
+    url = engine === 'sqlite' ? `sqlite:${join(dataDir, 'profile.db')}` : await freshPostgresSchema(SCHEMA);
+    const data = await seed(url, () => {}, 2000);
+    target = (base) => ({ url: `${base}${route}`, headers: { authorization: `Bearer ${data.base.apiKey}` } });
+  } else {
+    const prepared = await prepare(engine as 'sqlite' | 'postgres', dataDir, () => {});
+    url = prepared.url;
+    const scenario = writeScenarios(prepared.setup).find((s) => s.name.startsWith(write));
+    if (!scenario) throw new Error(`no write scenario named ${write}: create_or_update, activities or purchases`);
+    let n = 0;
+    target = (base) => ({
+      url: `${base}${scenario.path}`,
+      method: 'POST',
+      headers: { authorization: `Bearer ${scenario.token}`, 'content-type': 'application/json' },
+      requests: [{ setupRequest: (request) => ({ ...request, body: JSON.stringify(scenario.body(n, `p-${n++}`)) }) }],
+    });
+  }
   const server = await startService(url, 1, ['--cpu-prof', `--cpu-prof-dir=${dataDir}`]);
-  const options = {
-    url: `${server.url}${route}`,
-    connections: 50,
-    headers: { authorization: `Bearer ${data.base.apiKey}` },
-  };
+  const options = { ...target(server.url), connections: 50 };
   await autocannon({ ...options, duration: 2 });
   const cpuBefore = postgresCpuSeconds();
   const result = await autocannon({ ...options, duration: DURATION });

@@ -103,7 +103,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   // is not ready at once (a PostgreSQL round trip); with this, the answer is sent, then the socket
   // ends. Timeouts still bound how long a connection stays open.
   (app.server as { httpAllowHalfOpen?: boolean }).httpAllowHalfOpen = true;
-  const metrics = registerMetrics(app, config);
+  const metrics = registerMetrics(app, config, db.sqlite?.stats);
   registerValidators(app);
   registerErrorHandling(app, { onDatabaseError: metrics.databaseError });
   app.addHook('onRequest', requireHost);

@@ -12,6 +12,7 @@ import {
 } from './http/metrics.js';
 import { type Db, openDb } from './storage/db.js';
 import { migrateToLatest } from './storage/migrator.js';
+import { clusterWriteTurn, handOutWriteTurns } from './storage/write-turns.js';
 
 /** How long shutdown waits for requests in flight before exiting anyway. */
 const SHUTDOWN_GRACE_MS = 10_000;
@@ -54,6 +55,8 @@ async function prepareDatabase(config: Config, migrate: boolean): Promise<Db> {
   const db = openDb(config.databaseUrl, {
     sqliteSynchronous: config.sqliteSynchronous,
     poolMax: config.databasePoolSize,
+    // The workers of WORKERS=N on one SQLite file write in turns the primary hands out.
+    ...(cluster.isWorker && config.databaseUrl.startsWith('sqlite:') ? { writeTurn: clusterWriteTurn() } : {}),
   });
   try {
     if (migrate) await migrateToLatest(db);
@@ -170,7 +173,9 @@ async function listenForMetrics(
 async function runPrimary(config: Config): Promise<void> {
   const log = pino({ level: config.logLevel });
   const db = await prepareDatabase(config, true);
+  const sqlite = db.dialect === 'sqlite';
   await db.close();
+  if (sqlite) handOutWriteTurns();
   const tls = config.tls
     ? { key: readFileSync(config.tls.keyFile), cert: readFileSync(config.tls.certFile) }
     : undefined;

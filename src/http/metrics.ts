@@ -39,7 +39,11 @@ export interface Metrics {
  * the label set stays bounded whatever clients send. With METRICS_PORT the route is not on the
  * API's port (see `startMetricsServer`); with METRICS_TOKEN it requires that bearer token.
  */
-export function registerMetrics(app: FastifyInstance, config: Pick<Config, 'metricsPort' | 'metricsToken'>): Metrics {
+export function registerMetrics(
+  app: FastifyInstance,
+  config: Pick<Config, 'metricsPort' | 'metricsToken'>,
+  groupCommits?: { commits: number; transactions: number },
+): Metrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'loyalty_' });
   const labelNames = ['method', 'route', 'status'] as const;
@@ -71,6 +75,29 @@ export function registerMetrics(app: FastifyInstance, config: Pick<Config, 'metr
     help: 'Requests that failed because of a database error',
     registers: [registry],
   });
+
+  if (groupCommits) {
+    // SQLite's group commit (src/storage/sqlite-driver.ts): transactions / commits is the mean
+    // group, how many writes shared each fsync.
+    new Counter({
+      name: 'loyalty_sqlite_commits_total',
+      help: 'Durable SQLite COMMITs, each of a group of transactions',
+      registers: [registry],
+      collect() {
+        this.reset();
+        this.inc(groupCommits.commits);
+      },
+    });
+    new Counter({
+      name: 'loyalty_sqlite_committed_transactions_total',
+      help: 'Transactions made durable by those COMMITs',
+      registers: [registry],
+      collect() {
+        this.reset();
+        this.inc(groupCommits.transactions);
+      },
+    });
+  }
 
   app.addHook('onResponse', async (request, reply) => {
     const labels = {

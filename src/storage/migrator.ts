@@ -1,14 +1,15 @@
-import { type MigrationResultSet, Migrator, sql } from 'kysely';
+import { Kysely, type MigrationResultSet, Migrator, SqliteDialect, sql } from 'kysely';
 import type { Db } from './db.js';
 import { migrations } from './migrations/index.js';
+import type { Database } from './schema.js';
 
 /**
  * Applies every pending migration; returns the names applied now. Throws on failure.
  * Safe when several processes start at once: one runs the migrations, the others wait, then
  * find nothing to do. On PostgreSQL Kysely holds an advisory lock in its transaction. On SQLite
  * Kysely uses neither (it treats SQLite DDL as non-transactional), so the whole run happens
- * inside BEGIN IMMEDIATE: the database's write lock, taken before the state is read, waited for
- * up to busy_timeout and retried after that.
+ * inside BEGIN IMMEDIATE on the writing connection, alone (no commit group open): the database's
+ * write lock, taken before the state is read, waited for up to busy_timeout and retried after that.
  */
 export async function migrateToLatest(db: Db): Promise<string[]> {
   for (let attempt = 1; ; attempt++) {
@@ -29,22 +30,30 @@ function isBusy(error: unknown): boolean {
 }
 
 async function migrateOnce(db: Db): Promise<string[]> {
-  if (db.dialect !== 'sqlite') return runMigrator(db);
-  // Kysely runs SQLite migrations on its single connection, so they run inside this transaction.
-  await sql`begin immediate`.execute(db.kysely);
-  try {
-    const applied = await runMigrator(db);
-    await sql`commit`.execute(db.kysely);
-    return applied;
-  } catch (error) {
-    await sql`rollback`.execute(db.kysely).catch(() => {});
-    throw error;
-  }
+  if (db.sqlite === undefined) return runMigrator(db, db.kysely);
+  return db.sqlite.alone(async (writer) => {
+    // Kysely's own SQLite dialect on the writing connection: one connection, so every statement
+    // of the migrations runs inside this transaction. Closing it must not close the connection.
+    const kysely = new Kysely<Database>({
+      dialect: new SqliteDialect({ database: { prepare: (text) => writer.prepare(text), close: () => {} } }),
+    });
+    await sql`begin immediate`.execute(kysely);
+    try {
+      const applied = await runMigrator(db, kysely);
+      await sql`commit`.execute(kysely);
+      return applied;
+    } catch (error) {
+      await sql`rollback`.execute(kysely).catch(() => {});
+      throw error;
+    } finally {
+      await kysely.destroy();
+    }
+  });
 }
 
-async function runMigrator(db: Db): Promise<string[]> {
+async function runMigrator(db: Db, kysely: Kysely<Database>): Promise<string[]> {
   const migrator = new Migrator({
-    db: db.kysely,
+    db: kysely,
     provider: { getMigrations: async () => migrations },
     // Kysely looks for its bookkeeping tables in every schema it can see; pinning them to the
     // connection's own schema keeps several databases in one PostgreSQL server (schemas) apart.

@@ -5,11 +5,12 @@ import type { Db } from '../../src/storage/db.js';
 import { createTestDatabaseUrl, type Tenant, type TestDatabaseUrl, testEngine } from '../helpers/app.js';
 import { seedTenant } from '../helpers/seed.js';
 import type { ServerProcess } from '../helpers/server-process.js';
-import { CREATE_OR_UPDATE, exitWithin, NoResponse, openStore, Servers, sendJson } from './support.js';
+import { CREATE_OR_UPDATE, exitWithin, NoResponse, openStore, Servers, samples, send, sendJson } from './support.js';
 
 // SIGKILL a real server process while many clients write through create_or_update, restart it
 // on the same database, and check: every acknowledged write is there with its content, nothing
-// is duplicated or half-written, and the database passes its own integrity checks.
+// is duplicated or half-written, and the database passes its own integrity checks. On SQLite the
+// writes share durable commits (group commit): the test checks that they did.
 
 const ROUNDS = 3;
 const CLIENTS = 24;
@@ -103,6 +104,7 @@ describe(`crash safety: SIGKILL under write load (${testEngine})`, () => {
 
   it(`keeps every acknowledged write across ${ROUNDS} kills, duplicates nothing, and passes integrity checks`, async () => {
     const ledger = new Ledger();
+    const grouped = { commits: 0, transactions: 0 };
     const env = { DATABASE_URL: database.url, RATE_LIMIT_PER_SECOND: '0' };
     let server = await servers.start(env);
     for (let round = 0; round < ROUNDS; round++) {
@@ -112,6 +114,11 @@ describe(`crash safety: SIGKILL under write load (${testEngine})`, () => {
         client(server, tenant, ledger, `r${round}c${i}`, agent),
       );
       while (ledger.acks < target) await new Promise((resolve) => setTimeout(resolve, 5));
+      if (testEngine === 'sqlite') {
+        const counted = samples((await send(server.url, { path: '/metrics' })).body);
+        grouped.commits += counted.get('loyalty_sqlite_commits_total') ?? 0;
+        grouped.transactions += counted.get('loyalty_sqlite_committed_transactions_total') ?? 0;
+      }
       server.child.kill('SIGKILL');
       await Promise.all(clients);
       agent.destroy();
@@ -193,9 +200,15 @@ describe(`crash safety: SIGKILL under write load (${testEngine})`, () => {
       expect(unique.some((d) => /\(account_id, distinct_id\)/.test(d))).toBe(true);
       expect(unique.some((d) => /\(account_id, email_normalized\)/.test(d))).toBe(true);
     }
+    if (testEngine === 'sqlite') {
+      // The writes shared commits: more transactions committed than COMMITs run.
+      expect(grouped.commits).toBeGreaterThan(0);
+      expect(grouped.transactions).toBeGreaterThan(grouped.commits * 1.5);
+    }
     console.log(
       `crash (${testEngine}): ${ROUNDS} kills, ${ledger.acks} acknowledged writes, ${identities.length} identities, ` +
-        `${customers.length} customers, ${[...ledger.unknown.values()].flat().length} writes in flight at a kill`,
+        `${customers.length} customers, ${[...ledger.unknown.values()].flat().length} writes in flight at a kill` +
+        (testEngine === 'sqlite' ? `, ${grouped.transactions} transactions in ${grouped.commits} commits` : ''),
     );
   });
 });

@@ -3,21 +3,11 @@ import { testEngine } from '../helpers/app.js';
 import { referralSettingsFixture } from '../helpers/fixtures.js';
 import { seedTenant } from '../helpers/seed.js';
 import { eventually } from '../helpers/wait.js';
-import { CREATE_OR_UPDATE, type Reply, send, sendJson, serverOnNewDatabase } from './support.js';
+import { CREATE_OR_UPDATE, type Reply, samples, send, sendJson, serverOnNewDatabase } from './support.js';
 
 // A real server process counts in /metrics exactly the requests it answered, and every log
 // line of a request carries the request id the caller gave in X-Request-Id (or the one the
 // server made up when the caller's was unusable), the same id the response carries.
-
-/** `name{labels} value` lines of the Prometheus text format, keyed by `name{labels}`. */
-function samples(text: string): Map<string, number> {
-  const map = new Map<string, number>();
-  for (const line of text.split('\n')) {
-    const match = /^([a-z_]+(?:\{[^}]*\})?) ([0-9.e+-]+)$/.exec(line);
-    if (match) map.set(match[1]!, Number(match[2]));
-  }
-  return map;
-}
 
 describe(`metrics and request ids of a real server process (${testEngine})`, () => {
   const fixture = serverOnNewDatabase(

@@ -201,6 +201,16 @@ export function checkContractError(reply: Reply, context = ''): ErrorCode {
 }
 
 /** How many of `items` had each key. */
+/** `name{labels} value` lines of the Prometheus text format, keyed by `name{labels}`. */
+export function samples(text: string): Map<string, number> {
+  const map = new Map<string, number>();
+  for (const line of text.split('\n')) {
+    const match = /^([a-z_]+(?:\{[^}]*\})?) ([0-9.e+-]+)$/.exec(line);
+    if (match) map.set(match[1]!, Number(match[2]));
+  }
+  return map;
+}
+
 export function tally<T>(items: T[], key: (item: T) => string | number): Record<string, number> {
   const counts: Record<string, number> = {};
   for (const item of items) {

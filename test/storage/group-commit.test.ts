@@ -1,0 +1,124 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import SqliteDatabase from 'better-sqlite3';
+import { type Generated, type Kysely, sql } from 'kysely';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { type Db, openDb } from '../../src/storage/db.js';
+import { GroupRolledBack } from '../../src/storage/sqlite-driver.js';
+import { testEngine } from '../helpers/app.js';
+
+// SQLite's group commit (src/storage/sqlite-driver.ts): transactions that finish together share
+// one durable COMMIT, each is acknowledged only once that COMMIT returned, one that fails takes
+// back only its own work, and nothing outside a transaction sees the group before it commits.
+
+interface Notes {
+  notes: { id: Generated<number>; body: string };
+}
+
+describe.skipIf(testEngine !== 'sqlite')('group commit on SQLite', () => {
+  let dir: string;
+  let db: Db;
+  let kysely: Kysely<Notes>;
+  /** Another connection to the file: sees exactly what is committed. */
+  let outside: SqliteDatabase.Database;
+
+  beforeEach(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'loyalty-group-'));
+    db = openDb(`sqlite:${join(dir, 'test.db')}`);
+    kysely = db.kysely as unknown as Kysely<Notes>;
+    await sql`create table notes (id integer primary key, body text not null unique)`.execute(kysely);
+    outside = new SqliteDatabase(join(dir, 'test.db'));
+  });
+  afterEach(async () => {
+    outside.close();
+    await db.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const committed = () => outside.prepare('select body from notes order by id').pluck().all();
+  const insert = (trx: Kysely<Notes>, body: string) => trx.insertInto('notes').values({ body }).execute();
+
+  it('commits transactions that finish together once, and acknowledges each only after that commit', async () => {
+    const before = { ...db.sqlite!.stats };
+    const seenAtAcknowledgement: unknown[][] = [];
+    await Promise.all(
+      ['a', 'b', 'c', 'd'].map((body) =>
+        kysely
+          .transaction()
+          .execute((trx) => insert(trx, body))
+          .then(() => seenAtAcknowledgement.push(committed())),
+      ),
+    );
+    expect(db.sqlite!.stats.commits - before.commits).toBe(1);
+    expect(db.sqlite!.stats.transactions - before.transactions).toBe(4);
+    for (const seen of seenAtAcknowledgement) expect(seen).toEqual(['a', 'b', 'c', 'd']);
+  });
+
+  it('rolls back only the transaction that failed; the others of its group commit', async () => {
+    const outcomes = await Promise.allSettled([
+      kysely.transaction().execute((trx) => insert(trx, 'kept')),
+      kysely.transaction().execute(async (trx) => {
+        await insert(trx, 'taken back');
+        throw new Error('refused');
+      }),
+      kysely.transaction().execute(async (trx) => {
+        await insert(trx, 'second');
+        await insert(trx, 'kept'); // unique: fails, and with it this transaction's first insert
+      }),
+      kysely.transaction().execute((trx) => insert(trx, 'also kept')),
+    ]);
+    expect(outcomes.map((o) => o.status)).toEqual(['fulfilled', 'rejected', 'rejected', 'fulfilled']);
+    expect(committed()).toEqual(['kept', 'also kept']);
+  });
+
+  it('shows the open group to the transactions after it, never to reads outside a transaction', async () => {
+    let readOutside: unknown;
+    let readInside: unknown;
+    await Promise.all([
+      kysely.transaction().execute((trx) => insert(trx, 'pending')),
+      kysely.transaction().execute(async (trx) => {
+        // The first transaction is done but its group is not committed yet.
+        readOutside = await kysely.selectFrom('notes').select('body').execute();
+        readInside = await trx.selectFrom('notes').select('body').execute();
+      }),
+    ]);
+    expect(readOutside).toEqual([]);
+    expect(readInside).toEqual([{ body: 'pending' }]);
+  });
+
+  it('answers a failed transaction only once what it saw is committed, so that a read after it sees it too', async () => {
+    const first = kysely.transaction().execute((trx) => insert(trx, 'first'));
+    const duplicate = kysely
+      .transaction()
+      .execute((trx) => insert(trx, 'first'))
+      .catch(async () => kysely.selectFrom('notes').select('body').execute());
+    await first;
+    expect(await duplicate).toEqual([{ body: 'first' }]);
+  });
+
+  it('fails every transaction of a group SQLite rolled back whole, and commits the next group', async () => {
+    await sql`create trigger veto before insert on notes when new.body = 'veto'
+      begin select raise(rollback, 'vetoed'); end`.execute(kysely);
+    const outcomes = await Promise.allSettled([
+      kysely.transaction().execute((trx) => insert(trx, 'lost with the group')),
+      kysely.transaction().execute((trx) => insert(trx, 'veto')),
+    ]);
+    expect(outcomes[0]).toMatchObject({ status: 'rejected', reason: expect.any(GroupRolledBack) });
+    expect(outcomes[1]).toMatchObject({ status: 'rejected', reason: expect.objectContaining({ message: 'vetoed' }) });
+    await kysely.transaction().execute((trx) => insert(trx, 'after'));
+    await insert(kysely, 'outside a transaction');
+    expect(committed()).toEqual(['after', 'outside a transaction']);
+  });
+
+  it('waits for another process’s write lock without stopping reads', async () => {
+    await insert(kysely, 'before');
+    outside.exec('begin immediate');
+    const write = kysely.transaction().execute((trx) => insert(trx, 'waited'));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(await kysely.selectFrom('notes').select('body').execute()).toEqual([{ body: 'before' }]);
+    outside.exec('commit');
+    await write;
+    expect(committed()).toEqual(['before', 'waited']);
+  });
+});
