@@ -1,4 +1,4 @@
-// The read ceilings of `npm run bench:limits`, one process each (MODE):
+// The read ceilings of `npm run bench`, one process each (MODE):
 // - `node`: bare node:http sending the page's bytes;
 // - `fastify-string`: Fastify sending the page as a pre-serialised string with the service's
 //   headers (HEADERS_FILE: the headers of a real answer; a new x-request-id each time);

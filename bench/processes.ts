@@ -108,7 +108,7 @@ export async function startService(databaseUrl: string, workers: number, nodeOpt
       WORKERS: String(workers),
       RATE_LIMIT_PER_SECOND: '0',
       AUTH_FAILURES_PER_MINUTE: '0',
-      // The same level as the ceiling: no line per request (see docs/benchmarks.md).
+      // The same level as the ceiling: no line per request (see docs/scenarios.md).
       LOG_LEVEL: 'warn',
       PORT: String(port),
     },

@@ -1,6 +1,6 @@
 // `npm run bench:profile -- ROUTE|WRITE [sqlite|postgres]`: a CPU profile of the server under 50
 // connections on one GET route (with an API key of the benchmark's base account) or on one of
-// bench:limits' write scenarios (WRITE: create_or_update, activities or purchases, every request
+// the benchmark's write scenarios (WRITE: create_or_update, activities or purchases, every request
 // a new body), summarised by where the time went (our code, Fastify, Kysely, the pg client,
 // Node's core, idle), with the CPU the PostgreSQL processes used meanwhile. The profile itself
 // (.cpuprofile, for Chrome DevTools) is kept in bench/.profiles/.

@@ -1,4 +1,4 @@
-// Writes docs/benchmarks.md from one run's figures: nothing in that file is typed by hand.
+// Writes docs/scenarios.md from one run's figures: nothing in that file is typed by hand.
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { EngineResult, Row } from './results.js';
@@ -128,14 +128,14 @@ function databaseWork(rows: Row[]): string[] {
   ];
 }
 
-/** Renders the report and writes it to docs/benchmarks.md; returns the path. */
+/** Renders the report and writes it to docs/scenarios.md; returns the path. */
 export function writeReport(report: Report): string {
   const { ceiling, ceilingFixed, jsonServer, memory } = report.peers;
   const s = report.settings;
   const out: string[] = [
-    '# Benchmarks',
+    '# Benchmark scenarios',
     '',
-    `Written by \`npm run bench\` on ${report.started.toISOString()} (the run took ${Math.round((report.finished.getTime() - report.started.getTime()) / 60_000)} min). Do not edit by hand: run it again.`,
+    `Written by \`npm run bench:scenarios\` on ${report.started.toISOString()} (the run took ${Math.round((report.finished.getTime() - report.started.getTime()) / 60_000)} min). Do not edit by hand: run it again.`,
     '',
     s.quick ? '**Quick mode (BENCH_QUICK=1): a check of the harness, not figures to quote.**\n' : '',
     '## Machine and method',
@@ -151,9 +151,10 @@ export function writeReport(report: Report): string {
     '',
     "The service against this machine's real limits (wrk as the load generator, ceilings of Fastify",
     'sending the page pre-serialised and of the write routes’ own statements at one durable commit',
-    'each, CPU per request) is in [limits.md](limits.md), written by `npm run bench:limits`.',
+    'each, CPU per request) is in [benchmarks.md](benchmarks.md), written by `npm run bench`. This',
+    'report adds what the data size, the number of processes and a peer change.',
     '',
-    'Reproduce: `npm run bench` (BENCH_DURATION, BENCH_RUNS, BENCH_WARMUP, BENCH_DATABASE_URL, BENCH_ENGINES change the defaults).',
+    'Reproduce: `npm run bench:scenarios` (BENCH_DURATION, BENCH_RUNS, BENCH_WARMUP, BENCH_DATABASE_URL, BENCH_ENGINES change the defaults).',
     '',
     ...report.skipped.map((line) => `Skipped: ${line}.`),
     '',
@@ -208,7 +209,7 @@ export function writeReport(report: Report): string {
     ...Object.entries(memory).map(([name, mib]) => `- ${name}: ${mib.toFixed(0)} MiB peak resident`),
     '',
   );
-  const file = fileURLToPath(new URL('../../docs/benchmarks.md', import.meta.url));
+  const file = fileURLToPath(new URL('../../docs/scenarios.md', import.meta.url));
   writeFileSync(file, `${out.join('\n').replace(/\n{3,}/g, '\n\n')}\n`);
   writeFileSync(file.replace(/\.md$/, '.json'), `${JSON.stringify(report, null, 2)}\n`);
   return file;

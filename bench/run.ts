@@ -1,4 +1,4 @@
-// `npm run bench`: every scenario of docs/benchmarks.md in one run, with autocannon, and the
+// `npm run bench:scenarios`: every scenario of docs/scenarios.md in one run, with autocannon, and the
 // report written from the figures. Settings: BENCH_DURATION (s, default 10), BENCH_WARMUP (s, 3),
 // BENCH_RUNS (3), BENCH_DATABASE_URL (PostgreSQL; default the local test database),
 // BENCH_ENGINES ("sqlite,postgres"), BENCH_QUICK=1 (2 s, 1 run: checks the harness only).

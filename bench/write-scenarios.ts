@@ -1,4 +1,4 @@
-// The data and the write scenarios of `npm run bench:limits` and `npm run bench:profile`: an
+// The data and the write scenarios of `npm run bench` and `npm run bench:profile`: an
 // account of 52 rules and 1,000 customers with room to spend, ids started far apart so that a
 // recorded statement's ids are told apart, and a body per request for each write route.
 import { join } from 'node:path';
