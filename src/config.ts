@@ -21,6 +21,8 @@ export interface Config {
   readonly workers: number;
   /** PostgreSQL connections per process. */
   readonly databasePoolSize: number;
+  /** PostgreSQL: named (server-side prepared) statements; off behind a pooler that cannot carry them. */
+  readonly databasePreparedStatements: boolean;
   /** Above this event-loop delay new requests get `503 unavailable`; 0 switches the check off. */
   readonly maxEventLoopDelayMs: number;
   /** Longest time a client may take to send a whole request (headers and body). */
@@ -108,6 +110,10 @@ export function loadConfig(env: Env = process.env, options: { listening?: boolea
   }
   const workers = integer('WORKERS', 1, 1, 64);
   const databasePoolSize = integer('DATABASE_POOL_SIZE', 10, 1, 1000);
+  const preparedStatements = (read('DATABASE_PREPARED_STATEMENTS') ?? 'on').toLowerCase();
+  if (preparedStatements !== 'on' && preparedStatements !== 'off') {
+    problems.push(`DATABASE_PREPARED_STATEMENTS must be on or off, got "${preparedStatements}"`);
+  }
   const maxEventLoopDelayMs = integer('MAX_EVENT_LOOP_DELAY_MS', 1000, 0, 60_000);
   const requestTimeoutMs = integer('REQUEST_TIMEOUT_MS', 10_000, 100, 600_000);
   const maxConnections = integer('MAX_CONNECTIONS', 10_000, 1, 1_000_000);
@@ -153,6 +159,7 @@ export function loadConfig(env: Env = process.env, options: { listening?: boolea
     redisUrl,
     workers,
     databasePoolSize,
+    databasePreparedStatements: preparedStatements !== 'off',
     maxEventLoopDelayMs,
     requestTimeoutMs,
     maxConnections,

@@ -91,6 +91,7 @@ const UNAVAILABLE_CODES = new Set([
   'SQLITE_LOCKED',
   'SQLITE_CANTOPEN',
   'SQLITE_IOERR',
+  'SQLITE_ABORT', // rolled back with its commit group (GroupRolledBack): nothing of it was kept
   'ECONNREFUSED',
   'ECONNRESET',
   'ETIMEDOUT',
@@ -115,6 +116,9 @@ function isDatabaseUnavailable(error: Error & { code?: string }): boolean {
   if (typeof error.code === 'string' && (UNAVAILABLE_CODES.has(error.code) || error.code.startsWith('08'))) {
     return true;
   }
+  // A prepared statement whose table changed shape under it: the text runs unnamed from now on
+  // (storage/postgres-statements.ts), so a retry succeeds.
+  if (error.code === '0A000' && /cached plan must not change result type/.test(error.message)) return true;
   return /Connection terminated|timeout exceeded when trying to connect|driver has already been destroyed/i.test(
     error.message,
   );

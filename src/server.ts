@@ -55,6 +55,7 @@ async function prepareDatabase(config: Config, migrate: boolean): Promise<Db> {
   const db = openDb(config.databaseUrl, {
     sqliteSynchronous: config.sqliteSynchronous,
     poolMax: config.databasePoolSize,
+    preparedStatements: config.databasePreparedStatements,
     // The workers of WORKERS=N on one SQLite file write in turns the primary hands out.
     ...(cluster.isWorker && config.databaseUrl.startsWith('sqlite:') ? { writeTurn: clusterWriteTurn() } : {}),
   });

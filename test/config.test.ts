@@ -16,6 +16,7 @@ describe('loadConfig', () => {
       redisUrl: null,
       workers: 1,
       databasePoolSize: 10,
+      databasePreparedStatements: true,
       maxEventLoopDelayMs: 1000,
       requestTimeoutMs: 10_000,
       maxConnections: 10_000,
@@ -66,6 +67,7 @@ describe('loadConfig', () => {
       REDIS_URL: 'redis://127.0.0.1:6379/2',
       WORKERS: '4',
       DATABASE_POOL_SIZE: '25',
+      DATABASE_PREPARED_STATEMENTS: 'OFF',
     });
     expect(config).toMatchObject({
       host: '0.0.0.0',
@@ -79,6 +81,7 @@ describe('loadConfig', () => {
       redisUrl: 'redis://127.0.0.1:6379/2',
       workers: 4,
       databasePoolSize: 25,
+      databasePreparedStatements: false,
     });
     expect(Object.isFrozen(config)).toBe(true);
   });
@@ -93,13 +96,14 @@ describe('loadConfig', () => {
         RATE_LIMIT_PER_SECOND: '-5',
         LOG_LEVEL: 'loud',
         TRUST_PROXY: 'yes please',
+        DATABASE_PREPARED_STATEMENTS: 'sometimes',
       });
     } catch (e) {
       error = e;
     }
     expect(error).toBeInstanceOf(ConfigError);
     const problems = (error as ConfigError).problems;
-    expect(problems).toHaveLength(6);
+    expect(problems).toHaveLength(7);
     expect(problems.join('\n')).toMatch(/PORT must be a whole number from 0 to 65535, got "eighty"/);
     expect(problems.join('\n')).toMatch(/DATABASE_URL must start with/);
     expect(problems.join('\n')).not.toMatch(/hunter2/);
@@ -107,6 +111,7 @@ describe('loadConfig', () => {
     expect(problems.join('\n')).toMatch(/RATE_LIMIT_PER_SECOND/);
     expect(problems.join('\n')).toMatch(/LOG_LEVEL must be one of/);
     expect(problems.join('\n')).toMatch(/TRUST_PROXY/);
+    expect(problems.join('\n')).toMatch(/DATABASE_PREPARED_STATEMENTS must be on or off, got "sometimes"/);
   });
 
   it('needs Redis for several workers while the rate limit is on', () => {

@@ -32,7 +32,10 @@ export async function run<T>(
   let db: Db | undefined;
   try {
     const config = loadConfig(process.env, { listening: false });
-    db = openDb(config.databaseUrl, { sqliteSynchronous: config.sqliteSynchronous });
+    db = openDb(config.databaseUrl, {
+      sqliteSynchronous: config.sqliteSynchronous,
+      preparedStatements: config.databasePreparedStatements,
+    });
     if (options.migrate !== false) await migrateToLatest(db);
     const services = createServices(db, { clock: systemClock, accessTokenTtlSeconds: config.accessTokenTtlSeconds });
     const result = await action({ services, db, config });

@@ -4,6 +4,7 @@ import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import { redactUrl } from '../config.js';
 import { ChangeFeed, type Changes } from './change-feed.js';
+import { nameStatements } from './postgres-statements.js';
 import type { Database } from './schema.js';
 import { SqliteChanges } from './sqlite-changes.js';
 import { GroupCommitSqlite } from './sqlite-driver.js';
@@ -16,6 +17,8 @@ export interface DbOptions {
   sqliteSynchronous?: 'FULL' | 'NORMAL';
   /** PostgreSQL pool size. */
   poolMax?: number;
+  /** PostgreSQL: named (server-side prepared) statements (default true); see nameStatements. */
+  preparedStatements?: boolean;
   /** SQLite with WORKERS=N: the turn to write, passed between the processes (see WriteTurn). */
   writeTurn?: WriteTurn;
 }
@@ -77,6 +80,7 @@ function openPostgres(url: string, options: DbOptions): Db {
   });
   // An idle client losing its connection must not crash the process; the next query reconnects.
   pool.on('error', () => {});
+  if (options.preparedStatements !== false) nameStatements(pool);
   const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   const changes = new ChangeFeed(url);
   return {

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
 import { type Generated, type Kysely, sql } from 'kysely';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { toContractError } from '../../src/error-mapping.js';
 import { type Db, openDb } from '../../src/storage/db.js';
 import { GroupRolledBack } from '../../src/storage/sqlite-driver.js';
 import { testEngine } from '../helpers/app.js';
@@ -105,6 +106,8 @@ describe.skipIf(testEngine !== 'sqlite')('group commit on SQLite', () => {
       kysely.transaction().execute((trx) => insert(trx, 'veto')),
     ]);
     expect(outcomes[0]).toMatchObject({ status: 'rejected', reason: expect.any(GroupRolledBack) });
+    // Nothing of it was kept: a retry may succeed, so it is answered as a passing outage.
+    expect(toContractError((outcomes[0] as PromiseRejectedResult).reason).code).toBe('unavailable');
     expect(outcomes[1]).toMatchObject({ status: 'rejected', reason: expect.objectContaining({ message: 'vetoed' }) });
     await kysely.transaction().execute((trx) => insert(trx, 'after'));
     await insert(kysely, 'outside a transaction');
