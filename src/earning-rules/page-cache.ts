@@ -12,7 +12,7 @@ import { findRulesVersion } from './repository.js';
  * same transaction.
  */
 export class RulesPages {
-  private readonly pages: PageCache;
+  private readonly pages: PageCache<Buffer>;
   private readonly versions: AccountCache<number>;
 
   constructor(
@@ -23,15 +23,18 @@ export class RulesPages {
     this.versions = new AccountCache(db.changes, 'earning_rules', CACHE_MAX_AGE_MS);
   }
 
-  /** The serialised page stored under `key` for the account, or the one `build` makes (then kept). */
-  async get(accountId: number, key: string, build: () => Promise<string>): Promise<string> {
+  /**
+   * The serialised page stored under `key` for the account, or the one `build` makes (then kept),
+   * as UTF-8 bytes: encoded once, not on every answer.
+   */
+  async get(accountId: number, key: string, build: () => Promise<string>): Promise<Buffer> {
     // Read the version before the page: the page is then at least as new as the version it is
     // stored under, and a change after this read raises the version and retires the entry.
     const version = await this.version(accountId);
     const cacheKey = `${accountId}:${key}`;
     let body = this.pages.get(cacheKey, version);
     if (body === undefined) {
-      body = await build();
+      body = Buffer.from(await build());
       this.pages.set(cacheKey, version, body);
     }
     return body;
@@ -52,14 +55,14 @@ export class RulesPages {
  * Serialised pages, each kept with the version it was built at; bounded by bytes, least recently
  * used first out.
  */
-export class PageCache {
-  private readonly entries = new Map<string, { version: number; body: string }>();
+export class PageCache<Body extends string | Buffer = string> {
+  private readonly entries = new Map<string, { version: number; body: Body }>();
   private bytes = 0;
 
   constructor(private readonly maxBytes: number) {}
 
   /** The page stored under `key` at `version`, or undefined. */
-  get(key: string, version: number): string | undefined {
+  get(key: string, version: number): Body | undefined {
     const entry = this.entries.get(key);
     if (entry === undefined) return undefined;
     if (entry.version !== version) {
@@ -72,7 +75,7 @@ export class PageCache {
     return entry.body;
   }
 
-  set(key: string, version: number, body: string): void {
+  set(key: string, version: number, body: Body): void {
     if (body.length > this.maxBytes) return;
     this.remove(key);
     this.entries.set(key, { version, body });

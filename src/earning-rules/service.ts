@@ -47,7 +47,7 @@ export class EarningRulesService {
     accountId: number,
     query: { limit?: number; cursor?: string },
     serialize: (page: EarningRulesPage) => string,
-  ): Promise<string> {
+  ): Promise<Buffer> {
     // "No cursor" and any cursor never share a key (an empty cursor is refused by the schema).
     const key = `${query.limit ?? ''}:${query.cursor === undefined ? '-' : `c${query.cursor}`}`;
     return this.pages.get(accountId, key, async () => serialize(await this.list(accountId, query)));

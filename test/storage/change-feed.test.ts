@@ -186,7 +186,8 @@ describe.skipIf(testEngine !== 'sqlite')('AccountCache on SQLite (PRAGMA data_ve
       await elsewhere.referralSettings.set(tenant.accountId, inactive);
       expect((await services.referralSettings.get(tenant.accountId)).status).toBe('inactive');
 
-      const page = () => services.earningRules.listSerialised(tenant.accountId, {}, (p) => JSON.stringify(p));
+      const page = () =>
+        services.earningRules.listSerialised(tenant.accountId, {}, (p) => JSON.stringify(p)).then(String);
       expect(JSON.parse(await page()).earning_rules).toHaveLength(0);
       await elsewhere.earningRules.create(tenant.accountId, earningRuleFixture('from elsewhere'));
       expect(JSON.parse(await page()).earning_rules).toHaveLength(1);
