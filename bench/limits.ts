@@ -229,8 +229,12 @@ function recordPostgres(): void {
   const query = proto.query;
   proto.query = function (this: unknown, ...args: unknown[]) {
     const result = query.apply(this, args);
-    if (recording && typeof args[0] === 'string') {
-      const statement: Statement = { sql: args[0], method: 'query', params: (args[1] as unknown[] | undefined) ?? [] };
+    // Kysely's text and values, or the named statement the service makes of them.
+    const named = typeof args[0] === 'object' ? (args[0] as { text?: string; values?: unknown[] } | null) : null;
+    const text = typeof args[0] === 'string' ? args[0] : named?.text;
+    if (recording && text !== undefined) {
+      const params = named ? named.values : (args[1] as unknown[] | undefined);
+      const statement: Statement = { sql: text, method: 'query', params: params ?? [] };
       recording.push(statement);
       void (result as Promise<{ rows: unknown[] }>).then(
         ({ rows }) => {
@@ -395,7 +399,8 @@ function postgresCeiling(
   const conninfo = url.replaceAll('+', '%20');
   const output = execFileSync(
     'pgbench',
-    ['-n', '-M', 'extended', '-c', String(CONNECTIONS), '-j', '1', '-T', String(seconds), '-f', file, conninfo],
+    // Prepared, as the service's own statements are (storage/postgres-statements.ts).
+    ['-n', '-M', 'prepared', '-c', String(CONNECTIONS), '-j', '1', '-T', String(seconds), '-f', file, conninfo],
     { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] },
   );
   const tps = Number(/tps = ([\d.]+)/.exec(output)?.[1] ?? 0);
@@ -607,7 +612,8 @@ function writeLimitsReport(started: Date, engines: EngineReport[], ceilings: Row
     '- Writes: bench/limits.ts records the statements one request of each route runs in the app itself (a warm-up',
     '  request first), then replays them: on SQLite with better-sqlite3 in one loop, each request’s statements in one',
     '  `BEGIN IMMEDIATE … COMMIT` with `synchronous=FULL` (one durable commit each, one at a time: the disk’s commit',
-    '  rate); on PostgreSQL with pgbench, the same SQL with its values written in, 50 clients. Unique values (new',
+    '  rate); on PostgreSQL with pgbench, the same SQL with its values written in, prepared (`-M prepared`, as the',
+    '  service prepares its statements), 50 clients. Unique values (new',
     '  identities, orders, reward codes) are varied per replay. create_or_update replays its new and its update',
     '  request in turn.',
     '',
