@@ -88,17 +88,18 @@ export class GroupCommitSqlite {
       return run(this.readerStatements.get(query.sql), query.parameters);
     }
     const group = await this.enter();
+    let result: QueryResult<unknown>;
     try {
-      const result = run(this.writerStatements.get(query.sql), query.parameters);
-      group.members++;
-      this.leave();
-      await group.committed;
-      return result;
+      result = run(this.writerStatements.get(query.sql), query.parameters);
     } catch (error) {
       this.leaveAfterFailure(group, error);
       await group.settled;
       throw error;
     }
+    group.members++;
+    this.leave();
+    await group.committed;
+    return result;
   }
 
   /** Runs a statement of the transaction that holds the turn. */

@@ -103,15 +103,24 @@ describe.skipIf(testEngine !== 'sqlite')('group commit on SQLite', () => {
       begin select raise(rollback, 'vetoed'); end`.execute(kysely);
     const outcomes = await Promise.allSettled([
       kysely.transaction().execute((trx) => insert(trx, 'lost with the group')),
+      insert(kysely, 'a write outside a transaction, lost with the group'),
       kysely.transaction().execute((trx) => insert(trx, 'veto')),
     ]);
     expect(outcomes[0]).toMatchObject({ status: 'rejected', reason: expect.any(GroupRolledBack) });
+    expect(outcomes[1]).toMatchObject({ status: 'rejected', reason: expect.any(GroupRolledBack) });
     // Nothing of it was kept: a retry may succeed, so it is answered as a passing outage.
     expect(toContractError((outcomes[0] as PromiseRejectedResult).reason).code).toBe('unavailable');
-    expect(outcomes[1]).toMatchObject({ status: 'rejected', reason: expect.objectContaining({ message: 'vetoed' }) });
-    await kysely.transaction().execute((trx) => insert(trx, 'after'));
-    await insert(kysely, 'outside a transaction');
-    expect(committed()).toEqual(['after', 'outside a transaction']);
+    expect(outcomes[2]).toMatchObject({ status: 'rejected', reason: expect.objectContaining({ message: 'vetoed' }) });
+    // The turn was given back once per transaction: the next ones run one at a time, in order.
+    await Promise.all([
+      kysely.transaction().execute((trx) => insert(trx, 'after')),
+      insert(kysely, 'outside a transaction'),
+      kysely.transaction().execute(async (trx) => {
+        await insert(trx, 'last');
+        expect(await trx.selectFrom('notes').select('body').execute()).toHaveLength(3);
+      }),
+    ]);
+    expect(committed()).toEqual(['after', 'outside a transaction', 'last']);
   });
 
   it('waits for another process’s write lock without stopping reads', async () => {
