@@ -87,19 +87,7 @@ export class GroupCommitSqlite {
     if (this.reader !== this.writer && this.isReadOnly(query.sql)) {
       return run(this.readerStatements.get(query.sql), query.parameters);
     }
-    const group = await this.enter();
-    let result: QueryResult<unknown>;
-    try {
-      result = run(this.writerStatements.get(query.sql), query.parameters);
-    } catch (error) {
-      this.leaveAfterFailure(group, error);
-      await group.settled;
-      throw error;
-    }
-    group.members++;
-    this.leave();
-    await group.committed;
-    return result;
+    return this.keep(await this.enter(), () => run(this.writerStatements.get(query.sql), query.parameters));
   }
 
   /** Runs a statement of the transaction that holds the turn. */
@@ -124,8 +112,18 @@ export class GroupCommitSqlite {
 
   /** Keeps the transaction's work in the group; resolves once the group is durably committed. */
   async commit(group: Group): Promise<void> {
+    await this.keep(group, () => this.writer.exec('release member'));
+  }
+
+  /**
+   * Runs the last step of a member of `group` (its statement, or its savepoint's release), then
+   * gives the turn on and resolves once the group is durably committed; when the step fails, once
+   * the group has settled.
+   */
+  private async keep<T>(group: Group, step: () => T): Promise<T> {
+    let result: T;
     try {
-      this.writer.exec('release member');
+      result = step();
     } catch (error) {
       this.leaveAfterFailure(group, error);
       await group.settled;
@@ -134,6 +132,7 @@ export class GroupCommitSqlite {
     group.members++;
     this.leave();
     await group.committed;
+    return result;
   }
 
   /** Undoes the transaction's own work; resolves once the rest of its group has settled. */
