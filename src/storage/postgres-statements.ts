@@ -3,8 +3,12 @@ import type pg from 'pg';
 /** SQL texts given a name per process: beyond this, a text runs unnamed (bulk inserts of every size make new SQL). */
 const NAMED_TEXTS = 256;
 
-/** PostgreSQL's SQLSTATE for "cached plan must not change result type": a table changed under a prepared `select *`. */
-const PLAN_CHANGED = '0A000';
+/**
+ * SQLSTATEs after which a text runs unnamed for good: "cached plan must not change result type"
+ * (a table changed under a prepared `select *`), and "prepared statement does not exist" (pg
+ * dropped it after a failed run while still counting it as prepared on that connection).
+ */
+const UNNAME_AFTER = new Set(['0A000', '26000']);
 
 /**
  * Named (server-side prepared) statements for every query Kysely sends with parameters: each
@@ -42,7 +46,7 @@ export function nameStatements(pool: pg.Pool): void {
       const name = nameOf(config);
       if (name === null) return query(config, values);
       return query({ name, text: config, values }).catch((error: unknown) => {
-        if ((error as { code?: string }).code === PLAN_CHANGED) names.set(config, null);
+        if (UNNAME_AFTER.has((error as { code?: string }).code ?? '')) names.set(config, null);
         throw error;
       });
     };

@@ -38,9 +38,10 @@ const STATEMENT_CACHE_ENTRIES = 500;
  * read never shows what a failed COMMIT would take back. A write outside a transaction joins the
  * group as a transaction of one statement.
  *
- * A transaction that rolls back still waits for the group it was in to settle: whatever it saw
+ * A transaction that rolls back still waits for the group it was in to commit: whatever it saw
  * of the transactions before it is then committed, so what its caller reads next (for instance
- * the earlier request behind a duplicate) is there to be read.
+ * the earlier request behind a duplicate) is there to be read; when that COMMIT fails, it fails
+ * with GroupRolledBack rather than its own reason, which rested on work that never existed.
  */
 export class GroupCommitSqlite {
   readonly writer: SqliteDatabase.Database;
@@ -112,7 +113,15 @@ export class GroupCommitSqlite {
 
   /** Keeps the transaction's work in the group; resolves once the group is durably committed. */
   async commit(group: Group): Promise<void> {
-    await this.keep(group, () => this.writer.exec('release member'));
+    await this.keep(group, () => {
+      try {
+        this.writer.exec('release member');
+      } catch (error) {
+        // Its work must not stay in the group to be committed with the others.
+        if (this.writer.inTransaction) this.undoMember();
+        throw error;
+      }
+    });
   }
 
   /**
@@ -125,8 +134,7 @@ export class GroupCommitSqlite {
     try {
       result = step();
     } catch (error) {
-      this.leaveAfterFailure(group, error);
-      await group.settled;
+      if (!this.leaveAfterFailure(group, error)) await settledCommitted(group);
       throw error;
     }
     group.members++;
@@ -135,14 +143,23 @@ export class GroupCommitSqlite {
     return result;
   }
 
-  /** Undoes the transaction's own work; resolves once the rest of its group has settled. */
+  /**
+   * Undoes the transaction's own work; resolves once the rest of its group has committed. When
+   * the group failed instead, what the transaction saw of it never existed: it fails with
+   * GroupRolledBack (a retry is evaluated anew) rather than with its own reason.
+   */
   async rollback(group: Group, cause: unknown = new Error('rolled back')): Promise<void> {
+    let endedGroup = false;
     try {
-      if (this.writer.inTransaction) this.writer.exec('rollback to member; release member');
+      if (this.writer.inTransaction) this.undoMember();
     } finally {
-      this.leaveAfterFailure(group, cause);
+      endedGroup = this.leaveAfterFailure(group, cause);
     }
-    await group.settled;
+    if (!endedGroup) await settledCommitted(group);
+  }
+
+  private undoMember(): void {
+    this.writer.exec('rollback to member; release member');
   }
 
   /**
@@ -212,13 +229,18 @@ export class GroupCommitSqlite {
     setImmediate(() => void this.flush());
   }
 
-  /** As `leave`, after a failure: when SQLite rolled the whole group back, its members fail too. */
-  private leaveAfterFailure(group: Group, cause: unknown): void {
-    if (this.group === group && !this.writer.inTransaction) {
+  /**
+   * As `leave`, after a failure: when SQLite rolled the whole group back, its members fail too,
+   * and true is returned (this failure ended the group).
+   */
+  private leaveAfterFailure(group: Group, cause: unknown): boolean {
+    const ended = this.group === group && !this.writer.inTransaction;
+    if (ended) {
       this.endGroup();
       group.fail(new GroupRolledBack(cause));
     }
     this.leave();
+    return ended;
   }
 
   private async flush(): Promise<void> {
@@ -241,8 +263,12 @@ export class GroupCommitSqlite {
       this.stats.transactions += group.members;
       group.succeed();
     } catch (error) {
-      if (this.writer.inTransaction) this.writer.exec('rollback');
       group.fail(error);
+      try {
+        if (this.writer.inTransaction) this.writer.exec('rollback');
+      } catch {
+        // The connection is failing: the next BEGIN IMMEDIATE fails too, and says why.
+      }
     } finally {
       this.endGroup();
     }
@@ -317,6 +343,18 @@ export class Group {
 
   fail(error: unknown): void {
     this.reject(error);
+  }
+}
+
+/**
+ * Waits for a failed member's group: resolves once it committed; when it failed, throws
+ * GroupRolledBack, since what the member saw of the group was never committed.
+ */
+async function settledCommitted(group: Group): Promise<void> {
+  try {
+    await group.committed;
+  } catch (error) {
+    throw new GroupRolledBack(error);
   }
 }
 

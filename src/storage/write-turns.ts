@@ -45,10 +45,15 @@ export function handOutWriteTurns(): void {
   const waiting: Worker[] = [];
   let holder: Worker | null = null;
   const next = () => {
-    holder = waiting.shift() ?? null;
-    // A worker that died while waiting is skipped; one that is gone mid-send gives the turn back on exit.
-    if (holder !== null && !holder.isDead()) holder.send({ loyaltyWriteTurn: 'granted' } satisfies TurnMessage);
-    else if (holder !== null) next();
+    const worker = waiting.shift() ?? null;
+    holder = worker;
+    if (worker === null) return;
+    // A worker that died while waiting is skipped, as is one whose channel closed before its exit
+    // was seen (the send then fails through its callback, not as an error the primary would throw).
+    if (worker.isDead() || !worker.isConnected()) return next();
+    worker.send({ loyaltyWriteTurn: 'granted' } satisfies TurnMessage, undefined, (error) => {
+      if (error && holder === worker) next();
+    });
   };
   cluster.on('message', (worker, message: unknown) => {
     if (!isTurnMessage(message)) return;

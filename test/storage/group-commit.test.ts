@@ -123,6 +123,26 @@ describe.skipIf(testEngine !== 'sqlite')('group commit on SQLite', () => {
     expect(committed()).toEqual(['after', 'outside a transaction', 'last']);
   });
 
+  it('fails a transaction that rolled back with GroupRolledBack when its group then fails to commit', async () => {
+    // A foreign key checked at COMMIT: the group's COMMIT fails, after both transactions were done.
+    await sql`create table parents (id integer primary key)`.execute(kysely);
+    await sql`create table children (id integer primary key,
+      parent_id integer references parents (id) deferrable initially deferred)`.execute(kysely);
+    const outcomes = await Promise.allSettled([
+      sql`insert into children (parent_id) values (${99})`.execute(kysely),
+      kysely.transaction().execute(async (trx) => {
+        await insert(trx, 'saw the orphan');
+        throw new Error('its own reason');
+      }),
+    ]);
+    expect(outcomes[0]).toMatchObject({ status: 'rejected', reason: { code: 'SQLITE_CONSTRAINT_FOREIGNKEY' } });
+    // What it saw of the group never existed: not its own reason, but one a retry gets past.
+    expect(outcomes[1]).toMatchObject({ status: 'rejected', reason: expect.any(GroupRolledBack) });
+    await kysely.transaction().execute((trx) => insert(trx, 'after'));
+    expect(committed()).toEqual(['after']);
+    expect(outside.prepare('select count(*) from children').pluck().get()).toBe(0);
+  });
+
   it('waits for another process’s write lock without stopping reads', async () => {
     await insert(kysely, 'before');
     outside.exec('begin immediate');
