@@ -15,16 +15,6 @@ const RECONNECT_DELAY_MS = 1000;
 
 type Listener = (kind: ChangeKind, accountId: number) => void;
 
-/**
- * Every change to cached data, made by any process on any node, as PostgreSQL delivers it: the
- * triggers of migration 0400 `NOTIFY` at each commit that changes an account's referral settings
- * or earning rules, and this feed `LISTEN`s on a connection of its own.
- *
- * A notification is lost only with the connection, so the feed is `live` only while that
- * connection is up: when it drops, every subscriber is told to forget everything (`onReset`) and
- * nothing may be cached until the feed listens again. Started by the first `isLive()`, so a CLI
- * command that caches nothing never opens the connection.
- */
 /** What an AccountCache needs to know of changes made by other processes. */
 export interface Changes {
   /** True while every change is known; a cache keeps nothing otherwise. */
@@ -35,6 +25,16 @@ export interface Changes {
   onReset(listener: () => void): void;
 }
 
+/**
+ * Every change to cached data, made by any process on any node, as PostgreSQL delivers it: the
+ * triggers of migration 0400 `NOTIFY` at each commit that changes an account's referral settings
+ * or earning rules, and this feed `LISTEN`s on a connection of its own.
+ *
+ * A notification is lost only with the connection, so the feed is `live` only while that
+ * connection is up: when it drops, every subscriber is told to forget everything (`onReset`) and
+ * nothing may be cached until the feed listens again. Started by the first `isLive()`, so a CLI
+ * command that caches nothing never opens the connection.
+ */
 export class ChangeFeed implements Changes {
   private client: pg.Client | null = null;
   private schema = '';

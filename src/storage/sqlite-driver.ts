@@ -48,8 +48,6 @@ export class GroupCommitSqlite {
   private readonly reader: SqliteDatabase.Database;
   private readonly writerStatements: StatementCache;
   private readonly readerStatements: StatementCache;
-  /** Whether each SQL text only reads (decided once, by SQLite, on the reader). */
-  private readonly readOnly = new Map<string, boolean>();
   private readonly turn = new FifoLock();
   private group: Group | null = null;
   private flushScheduled = false;
@@ -85,8 +83,10 @@ export class GroupCommitSqlite {
 
   /** Runs a statement outside any transaction: a read on the reader, a write as a group of its own. */
   async execute(query: CompiledQuery): Promise<QueryResult<unknown>> {
-    if (this.reader !== this.writer && this.isReadOnly(query.sql)) {
-      return run(this.readerStatements.get(query.sql), query.parameters);
+    if (this.reader !== this.writer) {
+      // SQLite says whether the statement only reads (prepared on the reader, kept there).
+      const statement = this.readerStatements.get(query.sql);
+      if (statement.readonly) return run(statement, query.parameters);
     }
     return this.keep(await this.enter(), () => run(this.writerStatements.get(query.sql), query.parameters));
   }
@@ -187,16 +187,6 @@ export class GroupCommitSqlite {
       if (this.reader !== this.writer) this.reader.close();
       this.writer.close();
     }
-  }
-
-  private isReadOnly(text: string): boolean {
-    let readOnly = this.readOnly.get(text);
-    if (readOnly === undefined) {
-      readOnly = this.readerStatements.get(text).readonly;
-      if (this.readOnly.size >= STATEMENT_CACHE_ENTRIES) this.readOnly.clear();
-      this.readOnly.set(text, readOnly);
-    }
-    return readOnly;
   }
 
   /** Waits for the turn; opens a group when none is open. */
