@@ -20,6 +20,7 @@ import { answersUnderLoad, registerMetrics } from './http/metrics.js';
 import { registerOpenApi } from './http/openapi.js';
 import { requestId } from './http/request-id.js';
 import { errorRef } from './http/schemas.js';
+import { registerSendBatching } from './http/send-batching.js';
 import { registerTransportRules } from './http/transport.js';
 import { registerValidators } from './http/validation.js';
 import oauthRoutes from './oauth/routes.js';
@@ -121,9 +122,11 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       done(error as Error, undefined);
     }
   });
-  app.addHook('onSend', async (request, reply) => {
+  app.addHook('onSend', (request, reply, _payload, done) => {
     setSecurityHeaders(request.url, reply);
+    done();
   });
+  registerSendBatching(app);
 
   await app.register(rateLimit, {
     global: false,
@@ -248,9 +251,9 @@ function refuseWhileClosing(app: FastifyInstance): void {
   app.addHook('preClose', async () => {
     closing = true;
   });
-  app.addHook('onRequest', async (_request, reply) => {
-    if (!closing) return;
+  app.addHook('onRequest', (_request, reply, done) => {
+    if (!closing) return done();
     reply.header('connection', 'close');
-    throw new DomainError('unavailable', 'the server is shutting down; retry on another connection');
+    done(new DomainError('unavailable', 'the server is shutting down; retry on another connection'));
   });
 }

@@ -3,6 +3,7 @@ import { ActivitiesService } from './activities/service.js';
 import { ActivityTypesService } from './activity-types/service.js';
 import { ReportsService } from './admin/service.js';
 import { AppsService } from './apps/service.js';
+import { TokenRevocations } from './auth/revocations.js';
 import { CredentialsService } from './auth/service.js';
 import type { Clock } from './clock.js';
 import { CustomerIdentitiesService } from './customer-identities/service.js';
@@ -56,6 +57,7 @@ export function createServices(db: Db, options: ServiceOptions): Services {
   const idempotency = new IdempotencyService(db.kysely, clock);
   const pointsTransactions = new PointsTransactionsService(db.kysely, clock, idempotency);
   const pointsSettings = new PointsSettingsService(db.kysely, clock, accounts);
+  const revocations = new TokenRevocations();
   return {
     accounts,
     apps,
@@ -65,6 +67,7 @@ export function createServices(db: Db, options: ServiceOptions): Services {
       accounts,
       (clientId) => apps.requireByClientId(clientId),
       options.accessTokenTtlSeconds,
+      revocations,
     ),
     referralSettings: new ReferralSettingsService(db, clock, accounts),
     customers,
@@ -72,7 +75,7 @@ export function createServices(db: Db, options: ServiceOptions): Services {
     earningRules: new EarningRulesService(db, clock, accounts),
     users,
     sessions: new SessionsService(db.kysely, clock, users, accounts),
-    oauth: new OAuthService(db.kysely, clock, apps, options.accessTokenTtlSeconds),
+    oauth: new OAuthService(db.kysely, clock, apps, options.accessTokenTtlSeconds, revocations),
     activityTypes: new ActivityTypesService(db.kysely, clock, accounts),
     activities: new ActivitiesService(db.kysely, clock, customers, pointsTransactions),
     pointsTransactions,

@@ -1,4 +1,4 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 
@@ -33,7 +33,8 @@ export function newSecret(prefix: string): string {
 
 /** SHA-256 of a secret, hex: the only form in which secrets are stored. */
 export function sha256Hex(value: string): string {
-  return createHash('sha256').update(value).digest('hex');
+  // The one-shot form: a third of createHash's time, on every authenticated request.
+  return hash('sha256', value, 'hex');
 }
 
 /** Constant-time comparison of two hex digests. */

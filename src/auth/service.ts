@@ -13,6 +13,7 @@ import {
   revokeAccessTokenByHash,
   revokeApiKey,
 } from './repository.js';
+import type { TokenRevocations } from './revocations.js';
 import { ALL_SCOPES, decodeScopes, encodeScopes, parseScopes, type Scope } from './scopes.js';
 import { ACCESS_TOKEN_PREFIX, API_KEY_PREFIX, isCredentialShaped, newSecret, redact, sha256Hex } from './secrets.js';
 
@@ -67,18 +68,28 @@ export interface IssuedToken {
 }
 
 /**
- * How long a live API key, once read, is trusted without reading it again. Revocation must reach
- * every process within 1 second (the contract); half of that leaves room for the request itself.
- * Only API keys are kept: access tokens are revoked by several paths (refresh, reuse detection)
- * and are checked against the database every time.
+ * How long a live credential, once read, is trusted without reading it again. Revocation must
+ * reach every process within 1 second (the contract); half of that leaves room for the request
+ * itself. This process's own revocations take effect at once: API keys are forgotten by
+ * `revokeApiKey`, access tokens through TokenRevocations.
  */
-export const API_KEY_CACHE_MS = 500;
-const API_KEY_CACHE_ENTRIES = 10_000;
+export const CREDENTIAL_CACHE_MS = 500;
+const CREDENTIAL_CACHE_ENTRIES = 10_000;
+
+/** A credential read live: trusted until `until` (performance.now() time). */
+interface Kept {
+  credential: Credential;
+  until: number;
+  /** Access tokens: when the token expires (clock time), and the revocations mark it was read at. */
+  expiresAt: number | null;
+  revocations: number | null;
+}
 
 /** API keys, access tokens, and turning a bearer value into a Credential. */
 export class CredentialsService {
-  private readonly apiKeys = new Map<string, { credential: Credential; until: number }>();
-  private readonly apiKeyLoads = new Map<string, Promise<Credential | null>>();
+  // By the credential's hash.
+  private readonly kept = new Map<string, Kept>();
+  private readonly loads = new Map<string, Promise<Credential | null>>();
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -86,7 +97,10 @@ export class CredentialsService {
     private readonly accounts: AccountsService,
     private readonly findApp: FindApp,
     private readonly accessTokenTtlSeconds: number,
-  ) {}
+    private readonly revocations: TokenRevocations,
+  ) {
+    revocations.onStart(() => this.loads.clear());
+  }
 
   /** A new API key for the account; the raw key is in the result and nowhere else, ever. */
   async createApiKey(accountId: number, scopes?: string | readonly string[]): Promise<CreatedApiKey> {
@@ -117,9 +131,11 @@ export class CredentialsService {
   async revokeApiKey(id: number): Promise<{ id: number; revoked: true }> {
     const row = await revokeApiKey(this.db, id, this.clock.now());
     if (!row) throw notFound(`API key ${id} does not exist`);
-    // This process refuses the key at once; the others within API_KEY_CACHE_MS.
-    for (const [hash, entry] of this.apiKeys) if (entry.credential.id === id) this.apiKeys.delete(hash);
-    this.apiKeyLoads.clear();
+    // This process refuses the key at once; the others within CREDENTIAL_CACHE_MS.
+    for (const [hash, entry] of this.kept) {
+      if (entry.credential.kind === 'api_key' && entry.credential.id === id) this.kept.delete(hash);
+    }
+    this.loads.clear();
     return { id: row.id, revoked: true };
   }
 
@@ -163,7 +179,7 @@ export class CredentialsService {
     const started = performance.now();
     const row = await findApiKeyByHash(this.db, hash);
     if (!row || row.revoked_at !== null) {
-      this.apiKeys.delete(hash);
+      this.kept.delete(hash);
       return null;
     }
     const credential: Credential = {
@@ -174,41 +190,19 @@ export class CredentialsService {
       appId: null,
       scopes: decodeScopes(row.scopes),
     };
-    if (this.apiKeys.size >= API_KEY_CACHE_ENTRIES) this.apiKeys.clear();
-    // Trusted from when the read began, so no request relies on it past API_KEY_CACHE_MS.
-    this.apiKeys.set(hash, { credential, until: started + API_KEY_CACHE_MS });
+    this.keep(hash, { credential, until: started + CREDENTIAL_CACHE_MS, expiresAt: null, revocations: null });
     return credential;
   }
 
-  /** Revokes an access token given its raw value; false when it was unknown or already revoked. */
-  async revokeAccessToken(token: string): Promise<boolean> {
-    return revokeAccessTokenByHash(this.db, sha256Hex(token), this.clock.now());
-  }
-
-  /**
-   * The credential for a bearer value if this process has read it live within API_KEY_CACHE_MS,
-   * without touching the database; null when it would have to look.
-   */
-  cached(bearer: string, hash = sha256Hex(bearer)): Credential | null {
-    if (!bearer.startsWith(API_KEY_PREFIX)) return null;
-    const cached = this.apiKeys.get(hash);
-    return cached && cached.until > performance.now() ? cached.credential : null;
-  }
-
-  /**
-   * The live credential for a bearer value, or null when it is unknown, revoked or expired
-   * (the contract answers all three alike). A value that cannot be a credential is refused
-   * without a read.
-   */
-  async authenticate(bearer: string, hash = sha256Hex(bearer)): Promise<Credential | null> {
-    if (!isCredentialShaped(bearer)) return null;
-    if (bearer.startsWith(API_KEY_PREFIX)) {
-      // When a busy key's entry expires, its waiting requests share one read.
-      return this.cached(bearer, hash) ?? loadOnce(this.apiKeyLoads, hash, () => this.loadApiKey(hash));
-    }
+  private async loadAccessToken(hash: string): Promise<Credential | null> {
+    const started = performance.now();
+    const mark = this.revocations.mark();
     const row = await findAccessTokenWithClientId(this.db, hash);
-    if (!row || row.revoked_at !== null || row.expires_at <= this.clock.now()) return null;
-    return {
+    if (!row || row.revoked_at !== null || row.expires_at <= this.clock.now()) {
+      this.kept.delete(hash);
+      return null;
+    }
+    const credential: Credential = {
       kind: 'access_token',
       id: row.id,
       rateLimitKey:
@@ -217,6 +211,57 @@ export class CredentialsService {
       appId: row.app_id,
       scopes: decodeScopes(row.scopes),
     };
+    // Read across a revocation of this process, it may be the row from before: served, not kept.
+    if (this.revocations.noneSince(mark)) {
+      this.keep(hash, {
+        credential,
+        until: started + CREDENTIAL_CACHE_MS,
+        expiresAt: row.expires_at,
+        revocations: mark,
+      });
+    }
+    return credential;
+  }
+
+  /** Trusted from when the read began, so no request relies on it past CREDENTIAL_CACHE_MS. */
+  private keep(hash: string, entry: Kept): void {
+    if (this.kept.size >= CREDENTIAL_CACHE_ENTRIES) this.kept.clear();
+    this.kept.set(hash, entry);
+  }
+
+  /**
+   * Revokes an access token given its raw value; false when it was unknown or already revoked.
+   * (The `loyalty` command's: the server processes forget it within CREDENTIAL_CACHE_MS.)
+   */
+  async revokeAccessToken(token: string): Promise<boolean> {
+    return this.revocations.around(() => revokeAccessTokenByHash(this.db, sha256Hex(token), this.clock.now()));
+  }
+
+  /**
+   * The credential for a bearer value if this process has read it live within CREDENTIAL_CACHE_MS
+   * (and, for an access token, it has not expired and this process has revoked no token since),
+   * without touching the database; null when it would have to look.
+   */
+  cached(hash: string): Credential | null {
+    const entry = this.kept.get(hash);
+    if (entry === undefined || entry.until <= performance.now()) return null;
+    if (entry.expiresAt !== null) {
+      if (!this.revocations.noneSince(entry.revocations) || entry.expiresAt <= this.clock.now()) return null;
+    }
+    return entry.credential;
+  }
+
+  /**
+   * The live credential for a bearer value, or null when it is unknown, revoked or expired
+   * (the contract answers all three alike). A value that cannot be a credential is refused
+   * without a read. When a busy credential's entry expires, its waiting requests share one read.
+   */
+  async authenticate(bearer: string, hash = sha256Hex(bearer)): Promise<Credential | null> {
+    if (!isCredentialShaped(bearer)) return null;
+    const cached = this.cached(hash);
+    if (cached) return cached;
+    const load = bearer.startsWith(API_KEY_PREFIX) ? () => this.loadApiKey(hash) : () => this.loadAccessToken(hash);
+    return loadOnce(this.loads, hash, load);
   }
 }
 

@@ -88,8 +88,8 @@ async function authenticate(
 ): Promise<Credential> {
   const presented = readBearer(request.headers.authorization);
   if ('token' in presented) {
-    // An API key this process has just read live: no database, no throttle.
-    const cached = credentials.cached(presented.token, presented.hash);
+    // A credential this process has just read live: no database, no throttle.
+    const cached = credentials.cached(presented.hash);
     if (cached) return cached;
   }
   const retryAfter = (await failures?.blockedFor(request)) ?? null;

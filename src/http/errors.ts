@@ -92,10 +92,9 @@ export function answerClientError(this: FastifyInstance, error: Error & { code?:
  * Node answers an HTTP/1.1 request without `Host` itself, in a body of its own; with Node's check
  * off (`requireHostHeader: false`), this hook refuses it with the contract's body.
  */
-export async function requireHost(request: FastifyRequest): Promise<void> {
-  if (request.raw.httpVersion === '1.1' && !request.headers.host) {
-    throw new DomainError('invalid_request', 'an HTTP/1.1 request must carry a Host header');
-  }
+export function requireHost(request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void): void {
+  const missing = request.raw.httpVersion === '1.1' && !request.headers.host;
+  done(missing ? new DomainError('invalid_request', 'an HTTP/1.1 request must carry a Host header') : undefined);
 }
 
 /** Resolves once the rest of the request body has been read and discarded, or the connection ended. */

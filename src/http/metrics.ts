@@ -101,16 +101,28 @@ export function registerMetrics(
     );
   }
 
-  app.addHook('onResponse', async (request, reply) => {
-    const labels = {
-      method: request.method,
-      route: request.routeOptions.url ?? 'unmatched',
-      status: String(reply.statusCode),
-    };
-    requests.inc(labels);
-    duration.observe(labels, reply.elapsedTime / 1000);
+  // The series of each method, route and status, found once: prom-client would otherwise
+  // build and hash the label set on every request. Bounded as the labels are.
+  const series = new Map<string, { count: () => void; observe: (seconds: number) => void }>();
+  const seriesOf = (method: string, route: string, status: number) => {
+    const key = `${method} ${route} ${status}`;
+    let found = series.get(key);
+    if (found === undefined) {
+      const labels = { method, route, status: String(status) };
+      const counted = requests.labels(labels);
+      const timed = duration.labels(labels);
+      found = { count: () => counted.inc(), observe: (seconds) => timed.observe(seconds) };
+      series.set(key, found);
+    }
+    return found;
+  };
+  app.addHook('onResponse', (request, reply, done) => {
+    const answered = seriesOf(request.method, request.routeOptions.url ?? 'unmatched', reply.statusCode);
+    answered.count();
+    answered.observe(reply.elapsedTime / 1000);
     if (reply.statusCode === 429) rateLimited.inc();
     if (reply.statusCode === 401) authFailures.inc();
+    done();
   });
 
   app.decorate('metricsRegistry', registry);

@@ -18,16 +18,17 @@ export function isLoopbackAddress(address: string | undefined): boolean {
  * balancers probe them on the node's plain port and they carry no data.
  */
 export function registerTransportRules(app: FastifyInstance, config: Config): void {
-  app.addHook('onRequest', async (request, reply) => {
+  // A callback hook, not an async one: it runs on every request and never waits.
+  app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
     if (isHttps(request, config)) {
       reply.header('strict-transport-security', 'max-age=31536000; includeSubDomains');
-      return;
+      return done();
     }
-    if (HEALTH_PATHS.has(request.url.split('?')[0] ?? '')) return;
+    if (HEALTH_PATHS.has(request.url.split('?')[0] ?? '')) return done();
     const forwarded = config.trustProxy !== false && request.headers['x-forwarded-proto'] !== undefined;
-    if (!forwarded && isLoopbackAddress(request.socket.remoteAddress)) return;
-    throw new DomainError('https_required', 'this API is served over HTTPS only');
+    if (!forwarded && isLoopbackAddress(request.socket.remoteAddress)) return done();
+    done(new DomainError('https_required', 'this API is served over HTTPS only'));
   });
 }
 

@@ -2,6 +2,7 @@ import OAuth2Server from '@node-oauth/oauth2-server';
 import type { Kysely } from 'kysely';
 import type { App, AppsService } from '../apps/service.js';
 import { insertAccessToken, revokeAccessTokenById } from '../auth/repository.js';
+import type { TokenRevocations } from '../auth/revocations.js';
 import { ALL_SCOPES, decodeScopes, encodeScopes, isScope, type Scope } from '../auth/scopes.js';
 import { ACCESS_TOKEN_PREFIX, newSecret, redact, sha256Hex } from '../auth/secrets.js';
 import type { Clock } from '../clock.js';
@@ -92,9 +93,20 @@ export interface ModelDeps {
   clock: Clock;
   apps: AppsService;
   accessTokenTtlSeconds: number;
+  /** Every transaction here that revokes access tokens runs through it (the credential cache). */
+  revocations: TokenRevocations;
 }
 
 export type OAuthModel = OAuth2Server.AuthorizationCodeModel & OAuth2Server.RefreshTokenModel;
+
+/** Revokes a grant with its tokens, in one transaction, as a revocation the credential cache sees. */
+export function revokeGrantChainNow(
+  deps: Pick<ModelDeps, 'db' | 'revocations'>,
+  grantId: number,
+  now: number,
+): Promise<void> {
+  return deps.revocations.around(() => deps.db.transaction().execute((trx) => revokeGrantChain(trx, grantId, now)));
+}
 
 /**
  * The persistence adapter @node-oauth/oauth2-server calls; the grant logic (parameter checks,
@@ -108,8 +120,7 @@ export function createModel(deps: ModelDeps, purpose: ModelPurpose, options: { d
   const { db, clock } = deps;
   const toWallClock = (time: number) => new Date(Date.now() + (time - clock.now()));
 
-  const revokeChain = (grantId: number) =>
-    db.transaction().execute((trx) => revokeGrantChain(trx, grantId, clock.now()));
+  const revokeChain = (grantId: number) => revokeGrantChainNow(deps, grantId, clock.now());
 
   return {
     async getClient(clientId: string, clientSecret: string | null | undefined) {
@@ -287,35 +298,39 @@ export function createModel(deps: ModelDeps, purpose: ModelPurpose, options: { d
       const refreshExpiresAt = now + REFRESH_TOKEN_TTL_SECONDS * 1000;
       const refreshToken = token.refreshToken as string;
 
-      const outcome = await db.transaction().execute(async (trx) => {
-        if (!(await lockLiveGrant(trx, grantId))) return 'revoked' as const;
-        if (merchant.refreshTokenId !== undefined) {
-          if (!(await revokeRefreshTokenIfLive(trx, merchant.refreshTokenId, now))) return 'reused' as const;
-          if (merchant.accessTokenId) await revokeAccessTokenById(trx, merchant.accessTokenId, now);
-        }
-        const access = await insertAccessToken(trx, {
-          account_id: merchant.accountId,
-          app_id: app.appId,
-          token_hash: sha256Hex(token.accessToken),
-          token_prefix: redact(token.accessToken),
-          scopes: encodeScopes(scopes),
-          created_at: now,
-          expires_at: accessExpiresAt,
-          revoked_at: null,
-          grant_id: grantId,
+      // A refresh revokes the access token it replaces.
+      const rotated = merchant.refreshTokenId;
+      const write = () =>
+        db.transaction().execute(async (trx) => {
+          if (!(await lockLiveGrant(trx, grantId))) return 'revoked' as const;
+          if (rotated !== undefined) {
+            if (!(await revokeRefreshTokenIfLive(trx, rotated, now))) return 'reused' as const;
+            if (merchant.accessTokenId) await revokeAccessTokenById(trx, merchant.accessTokenId, now);
+          }
+          const access = await insertAccessToken(trx, {
+            account_id: merchant.accountId,
+            app_id: app.appId,
+            token_hash: sha256Hex(token.accessToken),
+            token_prefix: redact(token.accessToken),
+            scopes: encodeScopes(scopes),
+            created_at: now,
+            expires_at: accessExpiresAt,
+            revoked_at: null,
+            grant_id: grantId,
+          });
+          await insertRefreshToken(trx, {
+            token_hash: sha256Hex(refreshToken),
+            grant_id: grantId,
+            access_token_id: access.id,
+            // RFC 6749 6: a new refresh token has the scope of the one it replaces.
+            scopes: encodeScopes(merchant.grantScopes ?? scopes),
+            created_at: now,
+            expires_at: refreshExpiresAt,
+            revoked_at: null,
+          });
+          return 'issued' as const;
         });
-        await insertRefreshToken(trx, {
-          token_hash: sha256Hex(refreshToken),
-          grant_id: grantId,
-          access_token_id: access.id,
-          // RFC 6749 6: a new refresh token has the scope of the one it replaces.
-          scopes: encodeScopes(merchant.grantScopes ?? scopes),
-          created_at: now,
-          expires_at: refreshExpiresAt,
-          revoked_at: null,
-        });
-        return 'issued' as const;
-      });
+      const outcome = rotated === undefined ? await write() : await deps.revocations.around(write);
       if (outcome === 'reused') {
         // Another request rotated this refresh token first: a replay. Revoke the chain.
         await revokeChain(grantId);

@@ -4,18 +4,13 @@ import OAuth2Server from '@node-oauth/oauth2-server';
 import type { Kysely } from 'kysely';
 import type { AppsService } from '../apps/service.js';
 import { findAccessTokenByHash, revokeAccessTokenByHash } from '../auth/repository.js';
+import type { TokenRevocations } from '../auth/revocations.js';
 import type { Scope } from '../auth/scopes.js';
 import { ACCESS_TOKEN_PREFIX, sha256Hex } from '../auth/secrets.js';
 import type { Clock } from '../clock.js';
 import { notFound } from '../errors.js';
 import type { Database } from '../storage/schema.js';
-import {
-  type AccountGrant,
-  findRefreshTokenByHash,
-  hasLiveGrant,
-  listLiveGrants,
-  revokeGrantChain,
-} from './grants-repository.js';
+import { type AccountGrant, findRefreshTokenByHash, hasLiveGrant, listLiveGrants } from './grants-repository.js';
 import {
   CODE_TTL_SECONDS,
   createModel,
@@ -25,6 +20,7 @@ import {
   type OAuthUser,
   REFRESH_TOKEN_PREFIX,
   REFRESH_TOKEN_TTL_SECONDS,
+  revokeGrantChainNow,
 } from './model.js';
 import type { AuthorizeParams } from './params.js';
 import type { SessionUser } from './sessions.js';
@@ -133,9 +129,10 @@ export class OAuthService {
     private readonly clock: Clock,
     apps: AppsService,
     private readonly accessTokenTtlSeconds: number,
+    private readonly revocations: TokenRevocations,
   ) {
     this.apps = apps;
-    const deps = { db, clock, apps, accessTokenTtlSeconds };
+    const deps = { db, clock, apps, accessTokenTtlSeconds, revocations };
     this.tokenModel = createModel(deps, 'token');
     this.authorizeModel = createModel(deps, 'authorize');
     this.dryRunModel = createModel(deps, 'authorize', { dryRun: true });
@@ -163,12 +160,12 @@ export class OAuthService {
 
   /**
    * Disconnects an app: revokes the account's grant with its refresh and access tokens (refused by
-   * /v1 at once: access tokens are checked against the database on every request); `404` when the
-   * account has no such live grant.
+   * /v1 at once in this process, within CREDENTIAL_CACHE_MS in the others); `404` when the account
+   * has no such live grant.
    */
   async revokeGrant(accountId: number, grantId: number): Promise<void> {
     if (!(await hasLiveGrant(this.db, accountId, grantId))) throw notFound(`connected app ${grantId} does not exist`);
-    await this.db.transaction().execute((trx) => revokeGrantChain(trx, grantId, this.clock.now()));
+    await revokeGrantChainNow({ db: this.db, revocations: this.revocations }, grantId, this.clock.now());
   }
 
   /**
@@ -284,12 +281,14 @@ export class OAuthService {
     const now = this.clock.now();
     if (token.startsWith(ACCESS_TOKEN_PREFIX)) {
       const row = await findAccessTokenByHash(this.db, hash);
-      if (row && row.app_id === client.appId) await revokeAccessTokenByHash(this.db, hash, now);
+      if (row && row.app_id === client.appId) {
+        await this.revocations.around(() => revokeAccessTokenByHash(this.db, hash, now));
+      }
     } else if (token.startsWith(REFRESH_TOKEN_PREFIX)) {
       const row = await findRefreshTokenByHash(this.db, hash);
       // RFC 7009 2.1: revoking a refresh token revokes the access tokens of the same grant.
       if (row && row.appId === client.appId) {
-        await this.db.transaction().execute((trx) => revokeGrantChain(trx, row.grantId, now));
+        await revokeGrantChainNow({ db: this.db, revocations: this.revocations }, row.grantId, now);
       }
     }
   }

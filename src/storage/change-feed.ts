@@ -18,7 +18,7 @@ type Listener = (kind: ChangeKind, accountId: number) => void;
 /** What an AccountCache needs to know of changes made by other processes. */
 export interface Changes {
   /** True while every change is known; a cache keeps nothing otherwise. */
-  isLive(): boolean;
+  isLive(): boolean | Promise<boolean>;
   /** Calls `listener` for each change of one account's data; returns how to stop. */
   onChange(listener: Listener): () => void;
   /** Calls `listener` whenever changes may have been missed: forget everything cached. */
@@ -164,19 +164,24 @@ export class AccountCache<T> {
   }
 
   async get(accountId: number, load: () => Promise<T>): Promise<T> {
-    if (!this.feed?.isLive()) return load();
+    if (!(await this.live())) return load();
     const entry = this.entries.get(accountId);
     const now = performance.now();
     if (entry !== undefined && entry.until > now) return entry.value;
     const epoch = this.epoch;
     return loadOnce(this.loading, accountId, async () => {
       const value = await load();
-      if (this.epoch === epoch && this.feed?.isLive()) {
+      if ((await this.live()) && this.epoch === epoch) {
         if (this.entries.size >= ACCOUNT_CACHE_ENTRIES) this.entries.clear();
         this.entries.set(accountId, { value, until: now + this.maxAgeMs });
       }
       return value;
     });
+  }
+
+  /** Whether the feed knows every change: at once from the PostgreSQL feed, after a turn's reading on SQLite. */
+  private live(): boolean | Promise<boolean> {
+    return this.feed?.isLive() ?? false;
   }
 
   /**

@@ -64,12 +64,15 @@ export function describeAuthSuite(name: string, options: AuthSuiteOptions): void
       }
     });
 
+    // Each credential is used first, so the process holds it when it is revoked.
     it('refuses a revoked API key: 401', async () => {
+      expect((await send(bearer(a.apiKey))).statusCode).not.toBe(401);
       await t.services.credentials.revokeApiKey(a.apiKeyId);
       expectError(await send(bearer(a.apiKey)), 'unauthorized');
     });
 
     it('refuses a revoked access token: 401', async () => {
+      expect((await send(bearer(a.accessToken))).statusCode).not.toBe(401);
       await t.services.credentials.revokeAccessToken(a.accessToken);
       expectError(await send(bearer(a.accessToken)), 'unauthorized');
     });
