@@ -164,14 +164,16 @@ export class AccountCache<T> {
   }
 
   async get(accountId: number, load: () => Promise<T>): Promise<T> {
-    if (!(await this.live())) return load();
+    const live = this.live();
+    if (!(typeof live === 'boolean' ? live : await live)) return load();
     const entry = this.entries.get(accountId);
     const now = performance.now();
     if (entry !== undefined && entry.until > now) return entry.value;
     const epoch = this.epoch;
     return loadOnce(this.loading, accountId, async () => {
       const value = await load();
-      if ((await this.live()) && this.epoch === epoch) {
+      const stillLive = this.live();
+      if ((typeof stillLive === 'boolean' ? stillLive : await stillLive) && this.epoch === epoch) {
         if (this.entries.size >= ACCOUNT_CACHE_ENTRIES) this.entries.clear();
         this.entries.set(accountId, { value, until: now + this.maxAgeMs });
       }
@@ -179,7 +181,10 @@ export class AccountCache<T> {
     });
   }
 
-  /** Whether the feed knows every change: at once from the PostgreSQL feed, after a turn's reading on SQLite. */
+  /**
+   * Whether the feed knows every change: at once from the PostgreSQL feed (no await, so a load
+   * starts in the same tick as the request asked), after a turn's reading on SQLite.
+   */
   private live(): boolean | Promise<boolean> {
     return this.feed?.isLive() ?? false;
   }
