@@ -8,7 +8,9 @@
 //   script at the same concurrency (PostgreSQL).
 // Server CPU per request (µs) for every scenario, and on PostgreSQL the database's too.
 // Settings: BENCH_DURATION (s, default 8), BENCH_RUNS (3), BENCH_ENGINES ("sqlite,postgres"),
-// BENCH_DATABASE_URL. Writes docs/benchmarks.md.
+// BENCH_DATABASE_URL. Writes docs/benchmarks.md. BENCH_ONLY (comma-separated parts of scenario
+// names, e.g. "purchases,WORKERS=2") runs only the scenarios it names, with their ceilings, and
+// prints their figures without writing the report: for working on one of them.
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
@@ -35,6 +37,9 @@ const RUNS = Number(process.env.BENCH_RUNS ?? 3);
 const WARMUP = 2;
 const CONNECTIONS = 50;
 const ENGINES = (process.env.BENCH_ENGINES ?? 'sqlite,postgres').split(',') as Array<'sqlite' | 'postgres'>;
+const ONLY = process.env.BENCH_ONLY?.split(',').filter(Boolean);
+/** Whether a scenario (or ceiling) of this name runs: every one unless BENCH_ONLY names some. */
+const wanted = (name: string) => !ONLY || ONLY.some((part) => name.includes(part));
 const DATA = join(ROOT, 'bench', '.limits');
 const WRK = '/usr/bin/wrk';
 const TICK_US = 1e6 / Number(execFileSync('getconf', ['CLK_TCK']).toString().trim());
@@ -60,17 +65,28 @@ interface Row extends Figures {
   runs: number[];
 }
 
-/** User + system CPU ticks of a process so far (0 once it has gone). */
-function cpuTicks(pid: number): number {
+/**
+ * User + system CPU ticks of a process so far (0 once it has gone); with `reaped`, its children's
+ * that have ended and been waited for too.
+ */
+function cpuTicks(pid: number, reaped = false): number {
   try {
     const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
-    return Number(fields[11]) + Number(fields[12]);
+    const own = Number(fields[11]) + Number(fields[12]);
+    return reaped ? own + Number(fields[13]) + Number(fields[14]) : own;
   } catch {
     return 0;
   }
 }
 
 const sumTicks = (pids: number[]) => pids.reduce((sum, pid) => sum + cpuTicks(pid), 0);
+
+/**
+ * PostgreSQL's CPU ticks so far: every server process's, and those of the backends that have
+ * ended (the postmaster waits for them), so that pgbench's connections, which come and go
+ * within a run, are counted.
+ */
+const postgresTicks = () => postgresPids().reduce((sum, pid) => sum + cpuTicks(pid, true), 0);
 
 /** Every PostgreSQL server process on this machine. */
 function postgresPids(): number[] {
@@ -118,7 +134,7 @@ async function wrk(load: Load, seconds: number, pids: () => number[], database: 
     .map(([name, value]) => `${name}: ${value}`)
     .join('\n');
   const server = sumTicks(pids());
-  const db = database ? sumTicks(postgresPids()) : 0;
+  const db = database ? postgresTicks() : 0;
   const child = spawn(
     WRK,
     ['-t1', `-c${CONNECTIONS}`, `-d${seconds}s`, '-s', join(ROOT, 'bench', 'wrk.lua'), load.url],
@@ -153,12 +169,15 @@ async function wrk(load: Load, seconds: number, pids: () => number[], database: 
     p99: (result.p99_us ?? 0) / 1000,
     failures: (result.errors ?? 0) + (result.non2xx ?? 0),
     serverUs: ((sumTicks(pids()) - server) * TICK_US) / requests,
-    ...(database ? { databaseUs: ((sumTicks(postgresPids()) - db) * TICK_US) / requests } : {}),
+    ...(database ? { databaseUs: ((postgresTicks() - db) * TICK_US) / requests } : {}),
     loaderCores: (loaderTicks * TICK_US) / 1e6 / duration,
   };
 }
 
-async function measure(name: string, load: Load, pids: () => number[], database = false): Promise<Row> {
+const present = <T>(rows: Array<T | undefined>) => rows.filter((row): row is T => row !== undefined);
+
+async function measure(name: string, load: Load, pids: () => number[], database = false): Promise<Row | undefined> {
+  if (!wanted(name)) return undefined;
   await wrk(load, WARMUP, pids, database);
   const runs: Figures[] = [];
   for (let i = 0; i < RUNS; i++) runs.push(await wrk(load, DURATION, pids, database));
@@ -386,17 +405,21 @@ function pgbenchScript(sequences: Statement[][]): string {
   return `${lines.join('\n')}\n`;
 }
 
-/** pgbench at the same concurrency: transactions (script runs) per second and mean latency. */
+/**
+ * pgbench at the same concurrency: transactions (script runs) per second, mean latency, and
+ * PostgreSQL's CPU per transaction meanwhile (µs).
+ */
 function postgresCeiling(
   url: string,
   script: string,
   seconds: number,
   perScript: number,
-): { tps: number; latency: number } {
+): { tps: number; latency: number; databaseUs: number } {
   const file = join(DATA, 'pgbench.sql');
   writeFileSync(file, script);
   // libpq reads a URI's query percent-decoded only: the space of `-c search_path=…` must be %20.
   const conninfo = url.replaceAll('+', '%20');
+  const before = postgresTicks();
   const output = execFileSync(
     'pgbench',
     // Prepared, as the service's own statements are (storage/postgres-statements.ts).
@@ -405,7 +428,9 @@ function postgresCeiling(
   );
   const tps = Number(/tps = ([\d.]+)/.exec(output)?.[1] ?? 0);
   const latency = Number(/latency average = ([\d.]+) ms/.exec(output)?.[1] ?? 0);
-  return { tps: tps * perScript, latency: latency / perScript };
+  const transactions = Math.max(1, Number(/number of transactions actually processed: (\d+)/.exec(output)?.[1] ?? 0));
+  const databaseUs = ((postgresTicks() - before) * TICK_US) / (transactions * perScript);
+  return { tps: tps * perScript, latency: latency / perScript, databaseUs };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -416,7 +441,7 @@ interface EngineReport {
   reads: Row[];
   readCeilings: Row[];
   writes: Row[];
-  writeCeilings: Array<{ name: string; rps: number; latency?: number }>;
+  writeCeilings: Array<{ name: string; rps: number; latency?: number; databaseUs?: number }>;
 }
 
 async function benchEngine(engine: 'sqlite' | 'postgres'): Promise<EngineReport> {
@@ -444,40 +469,44 @@ async function benchEngine(engine: 'sqlite' | 'postgres'): Promise<EngineReport>
 
     log(`== ${engine}: reads`);
     report.reads.push(
-      await measure(
-        'GET /v1/earning_rules?limit=50',
-        { url: `${server.url}/v1/earning_rules?limit=50`, headers: bearer(setup.account.apiKey) },
-        server.pids,
-        database,
-      ),
-      await measure(
-        'GET /v1/referral_settings',
-        { url: `${server.url}/v1/referral_settings`, headers: bearer(setup.account.apiKey) },
-        server.pids,
-        database,
-      ),
+      ...present([
+        await measure(
+          'GET /v1/earning_rules?limit=50',
+          { url: `${server.url}/v1/earning_rules?limit=50`, headers: bearer(setup.account.apiKey) },
+          server.pids,
+          database,
+        ),
+        await measure(
+          'GET /v1/referral_settings',
+          { url: `${server.url}/v1/referral_settings`, headers: bearer(setup.account.apiKey) },
+          server.pids,
+          database,
+        ),
+      ]),
     );
     log(`== ${engine}: writes`);
     for (const scenario of writeScenarios(setup)) {
       report.writes.push(
-        await measure(
-          scenario.name,
-          {
-            url: `${server.url}${scenario.path}`,
-            method: 'POST',
-            headers: bearer(scenario.token),
-            bodies: (run) => scenario.many((n) => scenario.body(n, `${run}-${n}`))(),
-          },
-          server.pids,
-          database,
-        ),
+        ...present([
+          await measure(
+            scenario.name,
+            {
+              url: `${server.url}${scenario.path}`,
+              method: 'POST',
+              headers: bearer(scenario.token),
+              bodies: (run) => scenario.many((n) => scenario.body(n, `${run}-${n}`))(),
+            },
+            server.pids,
+            database,
+          ),
+        ]),
       );
     }
   } finally {
     await server.stop();
   }
 
-  if (engine === 'sqlite') {
+  if (engine === 'sqlite' && writeScenarios(setup).some((scenario) => wanted(`${scenario.name}, WORKERS=2`))) {
     // Two processes writing one SQLite file: the tail the issue names.
     log(`== ${engine}: writes with WORKERS=2`);
     const two = await startService(url, 2);
@@ -494,7 +523,7 @@ async function benchEngine(engine: 'sqlite' | 'postgres'): Promise<EngineReport>
           two.pids,
           false,
         );
-        report.writes.push(row);
+        report.writes.push(...present([row]));
       }
     } finally {
       await two.stop();
@@ -504,6 +533,7 @@ async function benchEngine(engine: 'sqlite' | 'postgres'): Promise<EngineReport>
   log(`== ${engine}: write ceilings (the routes' statements, one durable commit each)`);
   let round = 0;
   for (const [name, sequences] of captured) {
+    if (!wanted(name)) continue;
     if (engine === 'sqlite') {
       const rates: number[] = [];
       for (let i = 0; i < RUNS; i++) rates.push(sqliteCeiling(join(DATA, 'limits.db'), sequences, DURATION, ++round));
@@ -517,10 +547,11 @@ async function benchEngine(engine: 'sqlite' | 'postgres'): Promise<EngineReport>
       const runs = Array.from({ length: RUNS }, () => postgresCeiling(url, script, DURATION, sequences.length));
       const rps = median(runs.map((r) => r.tps));
       const latency = median(runs.map((r) => r.latency));
+      const databaseUs = median(runs.map((r) => r.databaseUs));
       log(
-        `    ${name}: ${rps.toFixed(0)} transactions/s (runs ${runs.map((r) => r.tps.toFixed(0)).join(', ')}), mean ${latency.toFixed(1)} ms`,
+        `    ${name}: ${rps.toFixed(0)} transactions/s (runs ${runs.map((r) => r.tps.toFixed(0)).join(', ')}), mean ${latency.toFixed(1)} ms, database ${databaseUs.toFixed(0)} µs/transaction`,
       );
-      report.writeCeilings.push({ name, rps, latency });
+      report.writeCeilings.push({ name, rps, latency, databaseUs });
     }
   }
   return report;
@@ -542,8 +573,10 @@ async function readCeilings(pageFile: string, headersFile: string): Promise<Row[
     );
     try {
       rows.push(
-        await measure(name, { url: `http://127.0.0.1:${peer.port}/v1/earning_rules?limit=50` }, () => [
-          peer.child.pid ?? 0,
+        ...present([
+          await measure(name, { url: `http://127.0.0.1:${peer.port}/v1/earning_rules?limit=50` }, () => [
+            peer.child.pid ?? 0,
+          ]),
         ]),
       );
     } finally {
@@ -612,10 +645,12 @@ function writeLimitsReport(started: Date, engines: EngineReport[], ceilings: Row
     out.push('', readsNote);
     if (engine.engine === 'postgres') {
       // Little's law at 50 clients: the ceiling's own latency says whether p99 ≤ 50 ms is within reach.
-      const latencies = engine.writeCeilings.map((c) => `${c.name} ${fixed(c.latency ?? 0, 1)} ms`).join('; ');
+      const latencies = engine.writeCeilings
+        .map((c) => `${c.name} ${fixed(c.latency ?? 0, 1)} ms (database ${fixed(c.databaseUs ?? 0)} µs/transaction)`)
+        .join('; ');
       out.push(
         '',
-        `pgbench's own mean latency at ${CONNECTIONS} clients (the ceiling's, not the service's): ${latencies}.`,
+        `pgbench's own mean latency at ${CONNECTIONS} clients (the ceiling's, not the service's), with PostgreSQL's CPU per transaction: ${latencies}.`,
       );
     }
     const failures = [...engine.reads, ...engine.writes].filter((row) => row.failures > 0);
@@ -669,8 +704,12 @@ async function main(): Promise<void> {
     engines.push(await benchEngine(engine));
   }
   const ceilings = await readCeilings(join(DATA, 'page.json'), join(DATA, 'headers.json'));
-  const file = writeLimitsReport(started, engines, ceilings);
   rmSync(DATA, { recursive: true, force: true });
+  if (ONLY) {
+    log('\nBENCH_ONLY is set: docs/benchmarks.md is left as it was');
+    return;
+  }
+  const file = writeLimitsReport(started, engines, ceilings);
   log(`\nwrote ${file}`);
 }
 

@@ -1,5 +1,6 @@
-import type { Insertable, Kysely } from 'kysely';
-import type { ActivitiesTable, ActivityRow, Database } from '../storage/schema.js';
+import type { Kysely } from 'kysely';
+import { compiledQuery, pick } from '../storage/compiled-query.js';
+import type { ActivityRow, Database } from '../storage/schema.js';
 
 /**
  * Inserts the activity unless the account already has one with its activity type and
@@ -8,15 +9,31 @@ import type { ActivitiesTable, ActivityRow, Database } from '../storage/schema.j
  */
 export async function insertActivityIfAbsent(
   db: Kysely<Database>,
-  activity: Insertable<ActivitiesTable>,
+  activity: Omit<ActivityRow, 'id'>,
 ): Promise<ActivityRow | undefined> {
-  return db
-    .insertInto('activities')
-    .values(activity)
-    .onConflict((oc) => oc.columns(['account_id', 'activity_type_id', 'distinct_id']).doNothing())
-    .returningAll()
-    .executeTakeFirst();
+  const [row] = await insertActivityQuery(db, activity);
+  return row;
 }
+
+const insertActivityQuery = compiledQuery((db, v: Omit<ActivityRow, 'id'>) =>
+  db
+    .insertInto('activities')
+    .values(
+      pick(v, [
+        'account_id',
+        'customer_id',
+        'activity_type_id',
+        'distinct_id',
+        'properties',
+        'created_on_origin_at',
+        'occurred_at',
+        'created_at',
+        'updated_at',
+      ]),
+    )
+    .onConflict((oc) => oc.columns(['account_id', 'activity_type_id', 'distinct_id']).doNothing())
+    .returningAll(),
+);
 
 export async function findActivityByDistinctId(
   db: Kysely<Database>,

@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import { compiledQuery } from '../storage/compiled-query.js';
 import type { ActivityTypeRow, Database } from '../storage/schema.js';
 import type { ActivityType } from './schemas.js';
 
@@ -34,14 +35,13 @@ export async function findActivityTypeByToken(
   accountId: number,
   token: string,
 ): Promise<ActivityType | undefined> {
-  const row = await db
-    .selectFrom('activity_types')
-    .selectAll()
-    .where('account_id', '=', accountId)
-    .where('token', '=', token)
-    .executeTakeFirst();
+  const [row] = await typeByTokenQuery(db, { accountId, token });
   return row && toActivityType(row);
 }
+
+const typeByTokenQuery = compiledQuery((db, v: { accountId: number; token: string }) =>
+  db.selectFrom('activity_types').selectAll().where('account_id', '=', v.accountId).where('token', '=', v.token),
+);
 
 function toActivityType(row: ActivityTypeRow): ActivityType {
   return { id: row.id, name: row.name, token: row.token };

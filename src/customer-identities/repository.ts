@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
-import type { CustomerIdentityRow, CustomerIdentityUpdate, Database, NewCustomerIdentity } from '../storage/schema.js';
+import { compiledQuery, pick } from '../storage/compiled-query.js';
+import type { CustomerIdentityRow, Database } from '../storage/schema.js';
 import type { CustomerIdentity } from './schemas.js';
 
 /**
@@ -13,17 +14,64 @@ export async function updateIdentityFields(
   db: Kysely<Database>,
   accountId: number,
   distinctId: string,
-  fields: CustomerIdentityUpdate,
+  fields: IdentityFields,
 ): Promise<CustomerIdentity | undefined> {
-  const row = await db
-    .updateTable('customer_identities')
-    .set(fields)
-    .where('account_id', '=', accountId)
-    .where('distinct_id', '=', distinctId)
-    .returningAll()
-    .executeTakeFirst();
+  const first = fields.first_name !== undefined;
+  const last = fields.last_name !== undefined;
+  const q = updateFieldsQueries;
+  const update = first ? (last ? q.both : q.first) : last ? q.last : q.neither;
+  const [row] = await update(db, {
+    accountId,
+    distinctId,
+    email: fields.email,
+    firstName: fields.first_name ?? null,
+    lastName: fields.last_name ?? null,
+    now: fields.updated_at,
+  });
   return row && toCustomerIdentity(row);
 }
+
+/** The fields an update sets: email and time always, a name when it is not undefined. */
+export interface IdentityFields {
+  email: string;
+  first_name?: string | null;
+  last_name?: string | null;
+  updated_at: number;
+}
+
+/** The query of updateIdentityFields that sets the first name, the last name, both or neither. */
+const updateFieldsQuery = (first: boolean, last: boolean) =>
+  compiledQuery(
+    (
+      db,
+      v: {
+        accountId: number;
+        distinctId: string;
+        email: string;
+        firstName: string | null;
+        lastName: string | null;
+        now: number;
+      },
+    ) =>
+      db
+        .updateTable('customer_identities')
+        .set({
+          email: v.email,
+          updated_at: v.now,
+          ...(first ? { first_name: v.firstName } : {}),
+          ...(last ? { last_name: v.lastName } : {}),
+        })
+        .where('account_id', '=', v.accountId)
+        .where('distinct_id', '=', v.distinctId)
+        .returningAll(),
+  );
+
+const updateFieldsQueries = {
+  neither: updateFieldsQuery(false, false),
+  first: updateFieldsQuery(true, false),
+  last: updateFieldsQuery(false, true),
+  both: updateFieldsQuery(true, true),
+};
 
 /** Replaces the stored properties of one identity (already merged by the caller). */
 export async function replaceIdentityProperties(
@@ -32,14 +80,18 @@ export async function replaceIdentityProperties(
   properties: Record<string, unknown>,
   now: number,
 ): Promise<CustomerIdentity> {
-  const row = await db
-    .updateTable('customer_identities')
-    .set({ properties: JSON.stringify(properties), updated_at: now })
-    .where('id', '=', id)
-    .returningAll()
-    .executeTakeFirstOrThrow();
+  const [row] = await replacePropertiesQuery(db, { id, properties: JSON.stringify(properties), now });
+  if (!row) throw new Error(`customer identity ${id} vanished inside its own transaction`);
   return toCustomerIdentity(row);
 }
+
+const replacePropertiesQuery = compiledQuery((db, v: { id: number; properties: string; now: number }) =>
+  db
+    .updateTable('customer_identities')
+    .set({ properties: v.properties, updated_at: v.now })
+    .where('id', '=', v.id)
+    .returningAll(),
+);
 
 /**
  * Inserts the identity unless the account already has its `distinct_id`; returns it when this
@@ -47,16 +99,31 @@ export async function replaceIdentityProperties(
  */
 export async function insertIdentityIfAbsent(
   db: Kysely<Database>,
-  identity: Omit<NewCustomerIdentity, 'properties'> & { properties: Record<string, unknown> },
+  identity: Omit<CustomerIdentityRow, 'id' | 'properties'> & { properties: Record<string, unknown> },
 ): Promise<CustomerIdentity | undefined> {
-  const row = await db
-    .insertInto('customer_identities')
-    .values({ ...identity, properties: JSON.stringify(identity.properties) })
-    .onConflict((oc) => oc.columns(['account_id', 'distinct_id']).doNothing())
-    .returningAll()
-    .executeTakeFirst();
+  const [row] = await insertIdentityQuery(db, { ...identity, properties: JSON.stringify(identity.properties) });
   return row && toCustomerIdentity(row);
 }
+
+const insertIdentityQuery = compiledQuery((db, v: Omit<CustomerIdentityRow, 'id'>) =>
+  db
+    .insertInto('customer_identities')
+    .values(
+      pick(v, [
+        'account_id',
+        'customer_id',
+        'distinct_id',
+        'email',
+        'first_name',
+        'last_name',
+        'properties',
+        'created_at',
+        'updated_at',
+      ]),
+    )
+    .onConflict((oc) => oc.columns(['account_id', 'distinct_id']).doNothing())
+    .returningAll(),
+);
 
 /** Every customer identity of the account, oldest first. */
 export async function listIdentities(db: Kysely<Database>, accountId: number): Promise<CustomerIdentity[]> {

@@ -6,8 +6,9 @@ import { trimEmail } from '../email.js';
 import { DomainError } from '../errors.js';
 import { checkProperties as checkBounds } from '../properties.js';
 import type { Db } from '../storage/db.js';
-import type { CustomerIdentityUpdate, Database } from '../storage/schema.js';
+import type { Database } from '../storage/schema.js';
 import {
+  type IdentityFields,
   insertIdentityIfAbsent,
   listIdentities,
   replaceIdentityProperties,
@@ -104,8 +105,8 @@ export class CustomerIdentitiesService {
 }
 
 /** Rule 4: present fields replace the stored ones; the linked customer is never touched (rule 5). */
-function changedFields(request: CustomerIdentityInput, now: number): CustomerIdentityUpdate {
-  const fields: CustomerIdentityUpdate = { email: request.email, updated_at: now };
+function changedFields(request: CustomerIdentityInput, now: number): IdentityFields {
+  const fields: IdentityFields = { email: request.email, updated_at: now };
   if (request.first_name !== undefined) fields.first_name = request.first_name;
   if (request.last_name !== undefined) fields.last_name = request.last_name;
   return fields;

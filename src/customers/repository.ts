@@ -1,27 +1,45 @@
-import { type Insertable, type Kysely, PostgresAdapter, type SelectQueryBuilder } from 'kysely';
+import { type Kysely, PostgresAdapter } from 'kysely';
 import type { Direction } from '../pagination/cursor.js';
-import type { CustomerRow, CustomerState, CustomersTable, Database } from '../storage/schema.js';
+import { compiledQuery } from '../storage/compiled-query.js';
+import type { CustomerRow, CustomerState, Database } from '../storage/schema.js';
+import { tierForPoints } from '../vip-tiers/repository.js';
 import type { CustomerSummary } from './schemas.js';
+
+/** What a new customer is inserted with. */
+export type NewCustomer = Pick<
+  CustomerRow,
+  'account_id' | 'email' | 'email_normalized' | 'first_name' | 'last_name' | 'created_at' | 'updated_at'
+>;
 
 /**
  * Inserts the customer unless the account already has one with its normalised email; returns it
- * when this statement created it, undefined otherwise (never a unique-constraint error).
+ * when this statement created it, undefined otherwise (never a unique-constraint error). It
+ * starts in the VIP tier 0 points give (a tier at milestone 0), found by the same statement.
  */
 export async function insertCustomerIfAbsent(
   db: Kysely<Database>,
-  customer: Omit<Insertable<CustomersTable>, 'vip_tier_id'> & {
-    /** The tier, or a subquery that finds it in the same statement. */
-    vip_tier_id?: number | null | SelectQueryBuilder<Database, 'vip_tiers', { id: number }>;
-  },
+  customer: NewCustomer,
 ): Promise<CustomerSummary | undefined> {
-  const row = await db
-    .insertInto('customers')
-    .values(customer)
-    .onConflict((oc) => oc.columns(['account_id', 'email_normalized']).doNothing())
-    .returningAll()
-    .executeTakeFirst();
+  const [row] = await insertCustomerQuery(db, customer);
   return row && toSummary(row);
 }
+
+const insertCustomerQuery = compiledQuery((db, v: NewCustomer) =>
+  db
+    .insertInto('customers')
+    .values({
+      account_id: v.account_id,
+      email: v.email,
+      email_normalized: v.email_normalized,
+      first_name: v.first_name,
+      last_name: v.last_name,
+      created_at: v.created_at,
+      updated_at: v.updated_at,
+      vip_tier_id: tierForPoints(db, v.account_id, 0),
+    })
+    .onConflict((oc) => oc.columns(['account_id', 'email_normalized']).doNothing())
+    .returningAll(),
+);
 
 /** The account's customer with this normalised (trimmed, lower-cased) email. */
 export async function findCustomerByEmail(
@@ -73,15 +91,18 @@ export async function lockCustomer(
   accountId: number,
   id: number,
 ): Promise<CustomerRow | undefined> {
-  const rowLocks = db.getExecutor().adapter instanceof PostgresAdapter;
-  return db
+  const [row] = await lockCustomerQuery(db, { accountId, id });
+  return row;
+}
+
+const lockCustomerQuery = compiledQuery((db, v: { accountId: number; id: number }) =>
+  db
     .selectFrom('customers')
     .selectAll()
-    .where('id', '=', id)
-    .where('account_id', '=', accountId)
-    .$if(rowLocks, (query) => query.forUpdate())
-    .executeTakeFirst();
-}
+    .where('id', '=', v.id)
+    .where('account_id', '=', v.accountId)
+    .$if(db.getExecutor().adapter instanceof PostgresAdapter, (query) => query.forUpdate()),
+);
 
 export interface CustomerFilters {
   emailNormalized?: string;

@@ -8,7 +8,7 @@ import { Cursors, keysetPage } from '../pagination/keyset.js';
 import { DEFAULT_LIMIT } from '../pagination/schemas.js';
 import type { CustomerRow, CustomerState, Database } from '../storage/schema.js';
 import { validate } from '../validate.js';
-import { listTiers, tierForPoints } from '../vip-tiers/repository.js';
+import { listTiers } from '../vip-tiers/repository.js';
 import type { VipTier } from '../vip-tiers/schemas.js';
 import {
   type CustomerFilters,
@@ -135,10 +135,7 @@ export class CustomersService {
 
   /** Inserts a new customer in the VIP tier 0 points give (a tier at milestone 0), unless the email is taken. */
   private insertPlaced(trx: Kysely<Database>, accountId: number, fields: CustomerFields, now: number) {
-    return insertCustomerIfAbsent(trx, {
-      ...this.row(accountId, fields, now),
-      vip_tier_id: tierForPoints(trx, accountId, 0),
-    });
+    return insertCustomerIfAbsent(trx, this.row(accountId, fields, now));
   }
 
   private row(accountId: number, fields: CustomerFields, now: number) {

@@ -1,5 +1,6 @@
 import type { Kysely, SelectQueryBuilder, Transaction } from 'kysely';
 import type { Direction } from '../pagination/cursor.js';
+import { compiledQuery } from '../storage/compiled-query.js';
 import type { Database, EarningRuleRow, EarningRulesTable, NewEarningRule } from '../storage/schema.js';
 import type { EarningLimit, EarningRule, RewardValue, StoredEarningRule } from './schemas.js';
 
@@ -96,16 +97,18 @@ function withActivityToken(db: Executor) {
  * activity of that type is evaluated against, in the order the contract gives.
  */
 export async function findBoundRules(db: Executor, accountId: number, activityTypeId: number): Promise<EarningRule[]> {
-  const rows = await db
+  return (await boundRulesQuery(db, { accountId, activityTypeId })).map(toEarningRule);
+}
+
+const boundRulesQuery = compiledQuery((db, v: { accountId: number; activityTypeId: number }) =>
+  db
     .selectFrom('earning_rules')
     .selectAll()
-    .where('activity_type_id', '=', activityTypeId)
-    .where('account_id', '=', accountId)
+    .where('activity_type_id', '=', v.activityTypeId)
+    .where('account_id', '=', v.accountId)
     .where('enabled', '=', 1)
-    .orderBy('id')
-    .execute();
-  return rows.map(toEarningRule);
-}
+    .orderBy('id'),
+);
 
 /**
  * The account's earning-rules version: it changes with every change to the account's rules,

@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Direction } from '../pagination/cursor.js';
+import { compiledQuery, pick } from '../storage/compiled-query.js';
 import type { Database, PointsProductRow, PointsPurchaseRow, RewardRow } from '../storage/schema.js';
 import type { PointsProductInput } from './schemas.js';
 
@@ -113,12 +114,16 @@ export async function findProduct(
   id: number,
   accountId?: number,
 ): Promise<StoredProduct | undefined> {
-  const row = await withRewards(db)
-    .where('points_products.id', '=', id)
-    .$if(accountId !== undefined, (q) => q.where('points_products.account_id', '=', accountId!))
-    .executeTakeFirst();
+  const [row] =
+    accountId === undefined
+      ? await withRewards(db).where('points_products.id', '=', id).execute()
+      : await accountProductQuery(db, { id, accountId });
   return row && split(row as JoinedRow);
 }
+
+const accountProductQuery = compiledQuery((db, v: { id: number; accountId: number }) =>
+  withRewards(db).where('points_products.id', '=', v.id).where('points_products.account_id', '=', v.accountId),
+);
 
 /** Up to `rows` of the account's enabled products (of one exchange type), beyond `boundary`. */
 export async function findProductsPage(
@@ -163,5 +168,14 @@ export async function insertPurchase(
   db: Kysely<Database>,
   purchase: Omit<PointsPurchaseRow, 'id'>,
 ): Promise<PointsPurchaseRow> {
-  return db.insertInto('points_purchases').values(purchase).returningAll().executeTakeFirstOrThrow();
+  const [row] = await insertPurchaseQuery(db, purchase);
+  if (!row) throw new Error('the points purchase was not inserted');
+  return row;
 }
+
+const insertPurchaseQuery = compiledQuery((db, v: Omit<PointsPurchaseRow, 'id'>) =>
+  db
+    .insertInto('points_purchases')
+    .values(pick(v, ['account_id', 'customer_id', 'points_product_id', 'points_spent', 'created_at', 'updated_at']))
+    .returningAll(),
+);

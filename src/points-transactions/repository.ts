@@ -1,7 +1,8 @@
 import type { Kysely } from 'kysely';
 import { isoTime } from '../common-schemas.js';
 import type { Direction } from '../pagination/cursor.js';
-import type { Database, NewPointsTransaction, PointsTransactionRow } from '../storage/schema.js';
+import { compiledQuery, pick } from '../storage/compiled-query.js';
+import type { Database, PointsTransactionRow } from '../storage/schema.js';
 import type { PointsTransaction } from './schemas.js';
 
 /**
@@ -12,10 +13,34 @@ export async function insertPointsTransaction(
   db: Kysely<Database>,
   row: NewPointsTransaction,
 ): Promise<PointsTransaction> {
-  return toPointsTransaction(
-    await db.insertInto('points_transactions').values(row).returningAll().executeTakeFirstOrThrow(),
-  );
+  const [inserted] = await insertTransactionQuery(db, row);
+  if (!inserted) throw new Error('the points transaction was not inserted');
+  return toPointsTransaction(inserted);
 }
+
+/** Every column of a new points transaction (null where it has no value). */
+type NewPointsTransaction = Omit<PointsTransactionRow, 'id'>;
+
+const insertTransactionQuery = compiledQuery((db, v: NewPointsTransaction) =>
+  db
+    .insertInto('points_transactions')
+    .values(
+      pick(v, [
+        'account_id',
+        'customer_id',
+        'points_change',
+        'description',
+        'internal_note',
+        'activity_id',
+        'points_purchase_id',
+        'earning_rule_id',
+        'occurred_at',
+        'created_at',
+        'updated_at',
+      ]),
+    )
+    .returningAll(),
+);
 
 export async function findPointsTransaction(
   db: Kysely<Database>,
@@ -79,15 +104,26 @@ export async function countCredits(
   ruleId: number,
   window: { after: number; upTo: number } | null,
 ): Promise<number> {
-  const row = await db
+  const [row] =
+    window === null
+      ? await countAllCreditsQuery(db, { customerId, ruleId })
+      : await countCreditsInQuery(db, { customerId, ruleId, after: window.after, upTo: window.upTo });
+  return Number(row?.count ?? 0);
+}
+
+const creditCount = (db: Kysely<Database>, v: { customerId: number; ruleId: number }) =>
+  db
     .selectFrom('points_transactions')
     .select((eb) => eb.fn.countAll<number | string>().as('count'))
-    .where('customer_id', '=', customerId)
-    .where('earning_rule_id', '=', ruleId)
-    .$if(window !== null, (q) => q.where('occurred_at', '>', window!.after).where('occurred_at', '<=', window!.upTo))
-    .executeTakeFirstOrThrow();
-  return Number(row.count);
-}
+    .where('customer_id', '=', v.customerId)
+    .where('earning_rule_id', '=', v.ruleId);
+
+const countAllCreditsQuery = compiledQuery(creditCount);
+
+const countCreditsInQuery = compiledQuery(
+  (db, v: { customerId: number; ruleId: number; after: number; upTo: number }) =>
+    creditCount(db, v).where('occurred_at', '>', v.after).where('occurred_at', '<=', v.upTo),
+);
 
 function toPointsTransaction(row: PointsTransactionRow): PointsTransaction {
   return {

@@ -1,22 +1,39 @@
-import type { Insertable, Kysely } from 'kysely';
+import type { Kysely } from 'kysely';
 import { isoTime } from '../common-schemas.js';
 import type { Direction } from '../pagination/cursor.js';
-import type { Database, RewardFulfillmentRow, RewardFulfillmentsTable } from '../storage/schema.js';
+import { compiledQuery, pick } from '../storage/compiled-query.js';
+import type { Database, RewardFulfillmentRow } from '../storage/schema.js';
 import type { RewardFulfillment } from './schemas.js';
 
 /** Inserts a fulfillment unless its code is taken in the account (then undefined: draw another code). */
 export async function insertFulfillmentIfCodeFree(
   db: Kysely<Database>,
-  fulfillment: Insertable<RewardFulfillmentsTable>,
+  fulfillment: Omit<RewardFulfillmentRow, 'id'>,
 ): Promise<RewardFulfillment | undefined> {
-  const row = await db
-    .insertInto('reward_fulfillments')
-    .values(fulfillment)
-    .onConflict((oc) => oc.columns(['account_id', 'code']).doNothing())
-    .returningAll()
-    .executeTakeFirst();
+  const [row] = await insertFulfillmentQuery(db, fulfillment);
   return row && toRewardFulfillment(row);
 }
+
+const insertFulfillmentQuery = compiledQuery((db, v: Omit<RewardFulfillmentRow, 'id'>) =>
+  db
+    .insertInto('reward_fulfillments')
+    .values(
+      pick(v, [
+        'account_id',
+        'customer_id',
+        'points_purchase_id',
+        'name',
+        'code',
+        'image_url',
+        'fulfillment_status',
+        'usage_status',
+        'created_at',
+        'updated_at',
+      ]),
+    )
+    .onConflict((oc) => oc.columns(['account_id', 'code']).doNothing())
+    .returningAll(),
+);
 
 export interface FulfillmentFilters {
   customerId?: number;

@@ -1,4 +1,5 @@
 import { type ExpressionBuilder, type Kysely, PostgresAdapter } from 'kysely';
+import { compiledQuery } from '../storage/compiled-query.js';
 import type { Database, VipTierRow } from '../storage/schema.js';
 import type { VipTier, VipTierChange, VipTierInput } from './schemas.js';
 
@@ -124,14 +125,24 @@ export async function assignTiers(
   who: { accountId: number } | { customerId: number },
   now: number,
 ): Promise<void> {
-  let update = db
+  if ('customerId' in who) {
+    await assignCustomerTierQuery(db, { customerId: who.customerId, now });
+    return;
+  }
+  await tiersUpdate(db, now).where('account_id', '=', who.accountId).execute();
+}
+
+/** The UPDATE of assignTiers, for the customers a WHERE added to it names. */
+function tiersUpdate(db: Kysely<Database>, now: number) {
+  return db
     .updateTable('customers')
     .set((eb) => ({ vip_tier_id: tierOf(eb), updated_at: now }))
     .where((eb) => eb('vip_tier_id', 'is distinct from', tierOf(eb)));
-  update =
-    'accountId' in who ? update.where('account_id', '=', who.accountId) : update.where('id', '=', who.customerId);
-  await update.execute();
 }
+
+const assignCustomerTierQuery = compiledQuery((db, v: { customerId: number; now: number }) =>
+  tiersUpdate(db, v.now).where('id', '=', v.customerId),
+);
 
 function toVipTier(row: VipTierRow): VipTier {
   return {
