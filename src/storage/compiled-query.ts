@@ -13,12 +13,14 @@ interface Compiled {
 /**
  * A query of one fixed shape, built and compiled by Kysely once per database dialect and then
  * run with new values each time. Building and compiling a query costs Kysely about as much CPU
- * as SQLite takes to run it (issue 17: about a fifth of a create_or_update request).
+ * as SQLite takes to run it (issue 17: about a fifth of a create_or_update request). For a
+ * SELECT or a statement with RETURNING: it answers the rows.
  *
- * `build` is called once, with stand-ins for the values: it must pass each of them to Kysely as
- * a value, unchanged, and must not let them decide the query's shape. The first compile checks
- * this (every value read ends up as a parameter, none in the SQL text, none altered), and
- * throws if not. A value that changes the shape (an optional column) needs one query per shape.
+ * `build` must read each value by name (`pick` for a row) and pass it to Kysely unchanged, as a
+ * value, never letting it decide the query's shape. The first run checks this and throws if not:
+ * the query is built twice, with stand-ins and with nulls, and both must give the same SQL, with
+ * each value read as a parameter of its own. A value that changes the shape (an optional
+ * column) needs one query per shape.
  */
 export function compiledQuery<V extends Record<string, unknown>, R>(
   build: (db: Kysely<Database>, values: V) => Compilable<R>,
@@ -32,12 +34,29 @@ export function compiledQuery<V extends Record<string, unknown>, R>(
       compiled = compile(db, build);
       byAdapter.set(adapter, compiled);
     }
-    const parameters = compiled.parameters.map((parameter) =>
-      'name' in parameter ? values[parameter.name] : parameter.constant,
-    );
+    const parameters = compiled.parameters.map((parameter) => {
+      if (!('name' in parameter)) return parameter.constant;
+      const value = values[parameter.name];
+      // Kysely would have left the column out; the two drivers would not agree on undefined.
+      if (value === undefined) throw new Error(`compiledQuery: no value for ${parameter.name}`);
+      return value;
+    });
     const result = await db.executeQuery<R>({ ...compiled.query, parameters } as CompiledQuery<R>);
     return result.rows;
   };
+}
+
+/** Values for a build: `of(name)` for each one read; reading them other than by name throws. */
+function valuesFor<V>(of: (name: string) => unknown): V {
+  const refuse = () => {
+    throw new Error('compiledQuery: read the values one by name (pick for a row), not as a whole');
+  };
+  return new Proxy({} as V & object, {
+    get: (_target, name) => of(String(name)),
+    has: refuse,
+    ownKeys: refuse,
+    getOwnPropertyDescriptor: refuse,
+  });
 }
 
 function compile<V extends Record<string, unknown>, R>(
@@ -45,27 +64,52 @@ function compile<V extends Record<string, unknown>, R>(
   build: (db: Kysely<Database>, values: V) => Compilable<R>,
 ): Compiled {
   const read = new Set<string>();
-  const standIns = new Proxy({} as V, {
-    get: (_target, name) => {
-      read.add(String(name));
-      return `${STAND_IN}${String(name)}`;
-    },
-  });
-  const query = build(db, standIns).compile();
-  const altered: string[] = [];
+  const query = build(
+    db,
+    valuesFor<V>((name) => {
+      read.add(name);
+      return `${STAND_IN}${name}`;
+    }),
+  ).compile();
+  const wrong: string[] = [];
   const parameters = query.parameters.map((parameter) => {
-    if (typeof parameter === 'string' && parameter.includes(STAND_IN)) {
-      const name = parameter.slice(STAND_IN.length);
-      if (parameter.startsWith(STAND_IN) && read.has(name)) return { name };
-      altered.push(JSON.stringify(parameter));
+    if (typeof parameter === 'string' && parameter.startsWith(STAND_IN) && read.has(parameter.slice(STAND_IN.length))) {
+      return { name: parameter.slice(STAND_IN.length) };
+    }
+    // A stand-in anywhere else (altered, or inside an array or object) would become a constant.
+    if (
+      JSON.stringify(parameter, (_key, value: unknown) => (typeof value === 'bigint' ? 0 : value))?.includes(
+        'loyalty-value:',
+      )
+    ) {
+      wrong.push(`a constant made of a value: ${JSON.stringify(String(parameter))}`);
     }
     return { constant: parameter };
   });
   const used = new Set(parameters.flatMap((parameter) => ('name' in parameter ? [parameter.name] : [])));
-  const unused = [...read].filter((name) => !used.has(name));
-  if (query.sql.includes(STAND_IN) || unused.length > 0 || altered.length > 0) {
-    const which = [...unused, ...altered].join(', ') || 'one in the SQL text';
-    throw new Error(`compiledQuery: every value read must reach the query unchanged, as a parameter: ${which}`);
+  wrong.push(...[...read].filter((name) => !used.has(name)));
+  if (query.sql.includes('loyalty-value:')) wrong.push('one in the SQL text');
+  // Built again with every value null: a value that decides the shape gives other SQL.
+  let nulls: CompiledQuery | undefined;
+  try {
+    nulls = build(
+      db,
+      valuesFor<V>(() => null),
+    ).compile();
+  } catch {
+    // the build itself used a value (its length, a property of it)
+  }
+  const sameShape =
+    nulls?.sql === query.sql &&
+    nulls.parameters.every((parameter, i) => {
+      const wanted = parameters[i];
+      return wanted !== undefined && ('name' in wanted ? parameter === null : parameter === wanted.constant);
+    });
+  if (!sameShape) wrong.push('a value decides the shape of the query');
+  if (wrong.length > 0) {
+    throw new Error(
+      `compiledQuery: every value read must reach the query unchanged, as a parameter: ${wrong.join(', ')}`,
+    );
   }
   return { query, parameters };
 }

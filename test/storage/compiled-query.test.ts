@@ -39,7 +39,29 @@ describe('compiledQuery', () => {
     const altered = compiledQuery((db, v: { name: string }) =>
       db.selectFrom('accounts').select('id').where('name', '=', `${v.name}!`),
     );
-    await expect(altered(test.db.kysely, { name: 'x' })).rejects.toThrow(/unchanged, as a parameter: name/);
+    await expect(altered(test.db.kysely, { name: 'x' })).rejects.toThrow(/a constant made of a value/);
+  });
+
+  it('refuses a value that decides the shape, even when it is a parameter too', async () => {
+    const shaped = compiledQuery((db, v: { name: string | null }) =>
+      db
+        .selectFrom('accounts')
+        .select('id')
+        .$if(v.name !== null, (query) => query.where('name', '=', v.name)),
+    );
+    await expect(shaped(test.db.kysely, { name: 'x' })).rejects.toThrow(/a value decides the shape/);
+  });
+
+  it('refuses values read as a whole rather than one by name', async () => {
+    const whole = compiledQuery((db, v: { name: string; created_at: number }) =>
+      db.insertInto('accounts').values(v).returning('id'),
+    );
+    await expect(whole(test.db.kysely, { name: 'x', created_at: 1 })).rejects.toThrow(/one by name/);
+  });
+
+  it('refuses to run without a value rather than bind undefined', async () => {
+    const values = { name: undefined } as unknown as { name: string };
+    await expect(accountNamed(test.db.kysely, values)).rejects.toThrow(/no value for name/);
   });
 
   it('refuses a value that decides the shape of the query', async () => {
@@ -50,5 +72,6 @@ describe('compiledQuery', () => {
         .$if(v.name !== null, (query) => query.where('id', '>', 0)),
     );
     await expect(shaped(test.db.kysely, { name: null })).rejects.toThrow(/unchanged, as a parameter: name/);
+    expect(await test.db.kysely.selectFrom('accounts').select('id').execute()).toEqual([]);
   });
 });
