@@ -1,6 +1,6 @@
 import { type Kysely, PostgresAdapter } from 'kysely';
 import type { Direction } from '../pagination/cursor.js';
-import { compiledQuery } from '../storage/compiled-query.js';
+import { compiledQuery, pick } from '../storage/compiled-query.js';
 import type { CustomerRow, CustomerState, Database } from '../storage/schema.js';
 import { tierForPoints } from '../vip-tiers/repository.js';
 import type { CustomerSummary } from './schemas.js';
@@ -28,13 +28,7 @@ const insertCustomerQuery = compiledQuery((db, v: NewCustomer) =>
   db
     .insertInto('customers')
     .values({
-      account_id: v.account_id,
-      email: v.email,
-      email_normalized: v.email_normalized,
-      first_name: v.first_name,
-      last_name: v.last_name,
-      created_at: v.created_at,
-      updated_at: v.updated_at,
+      ...pick(v, ['account_id', 'email', 'email_normalized', 'first_name', 'last_name', 'created_at', 'updated_at']),
       vip_tier_id: tierForPoints(db, v.account_id, 0),
     })
     .onConflict((oc) => oc.columns(['account_id', 'email_normalized']).doNothing())

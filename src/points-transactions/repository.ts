@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import { isoTime } from '../common-schemas.js';
 import type { Direction } from '../pagination/cursor.js';
 import { compiledQuery, pick } from '../storage/compiled-query.js';
-import type { Database, PointsTransactionRow } from '../storage/schema.js';
+import type { Database, NewPointsTransaction, PointsTransactionRow } from '../storage/schema.js';
 import type { PointsTransaction } from './schemas.js';
 
 /**
@@ -17,9 +17,6 @@ export async function insertPointsTransaction(
   if (!inserted) throw new Error('the points transaction was not inserted');
   return toPointsTransaction(inserted);
 }
-
-/** Every column of a new points transaction (null where it has no value). */
-type NewPointsTransaction = Omit<PointsTransactionRow, 'id'>;
 
 const insertTransactionQuery = compiledQuery((db, v: NewPointsTransaction) =>
   db

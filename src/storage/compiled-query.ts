@@ -1,8 +1,10 @@
 import type { Compilable, CompiledQuery, Kysely } from 'kysely';
 import type { Database } from './schema.js';
 
+/** What marks a stand-in value, found again in a constant or the SQL text if a build misused one. */
+const MARK = 'loyalty-value:';
 /** What a stand-in value starts with: no value the service stores begins with a NUL character. */
-const STAND_IN = '\u0000loyalty-value:';
+const STAND_IN = `\u0000${MARK}`;
 
 interface Compiled {
   query: CompiledQuery;
@@ -73,22 +75,17 @@ function compile<V extends Record<string, unknown>, R>(
   ).compile();
   const wrong: string[] = [];
   const parameters = query.parameters.map((parameter) => {
-    if (typeof parameter === 'string' && parameter.startsWith(STAND_IN) && read.has(parameter.slice(STAND_IN.length))) {
-      return { name: parameter.slice(STAND_IN.length) };
-    }
+    const name = typeof parameter === 'string' && parameter.startsWith(STAND_IN) && parameter.slice(STAND_IN.length);
+    if (name && read.has(name)) return { name };
     // A stand-in anywhere else (altered, or inside an array or object) would become a constant.
-    if (
-      JSON.stringify(parameter, (_key, value: unknown) => (typeof value === 'bigint' ? 0 : value))?.includes(
-        'loyalty-value:',
-      )
-    ) {
+    if (JSON.stringify(parameter, (_key, value: unknown) => (typeof value === 'bigint' ? 0 : value))?.includes(MARK)) {
       wrong.push(`a constant made of a value: ${JSON.stringify(String(parameter))}`);
     }
     return { constant: parameter };
   });
   const used = new Set(parameters.flatMap((parameter) => ('name' in parameter ? [parameter.name] : [])));
   wrong.push(...[...read].filter((name) => !used.has(name)));
-  if (query.sql.includes('loyalty-value:')) wrong.push('one in the SQL text');
+  if (query.sql.includes(MARK)) wrong.push('one in the SQL text');
   // Built again with every value null: a value that decides the shape gives other SQL.
   let nulls: CompiledQuery | undefined;
   try {

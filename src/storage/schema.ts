@@ -1,4 +1,4 @@
-import type { Generated, Insertable, Selectable, Updateable } from 'kysely';
+import type { Generated, Insertable, Selectable } from 'kysely';
 
 /**
  * The tables, as Kysely sees them. Times are milliseconds since the epoch; JSON values are text;
@@ -358,8 +358,6 @@ export type AppRow = Selectable<AppsTable>;
 export type AccessTokenRow = Selectable<AccessTokensTable>;
 export type CustomerRow = Selectable<CustomersTable>;
 export type CustomerIdentityRow = Selectable<CustomerIdentitiesTable>;
-export type NewCustomerIdentity = Insertable<CustomerIdentitiesTable>;
-export type CustomerIdentityUpdate = Updateable<CustomerIdentitiesTable>;
 export type ReferralSettingsRow = Selectable<ReferralSettingsTable>;
 export type EarningRuleRow = Selectable<EarningRulesTable>;
 export type NewEarningRule = Insertable<EarningRulesTable>;
@@ -372,7 +370,8 @@ export type VipTierRow = Selectable<VipTiersTable>;
 export type ActivityTypeRow = Selectable<ActivityTypesTable>;
 export type ActivityRow = Selectable<ActivitiesTable>;
 export type PointsTransactionRow = Selectable<PointsTransactionsTable>;
-export type NewPointsTransaction = Insertable<PointsTransactionsTable>;
+/** Every column of a new points transaction (null where it has no value). */
+export type NewPointsTransaction = Omit<PointsTransactionRow, 'id'>;
 export type RewardRow = Selectable<RewardsTable>;
 export type PointsProductRow = Selectable<PointsProductsTable>;
 export type PointsPurchaseRow = Selectable<PointsPurchasesTable>;
