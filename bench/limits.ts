@@ -5,7 +5,8 @@
 //   the service's headers; Fastify serialising the page object with the route's schema;
 // - writes: the route's exact statements, captured from a real request, replayed by
 //   better-sqlite3 in a loop with one durable commit each (SQLite), or by pgbench as a custom
-//   script at the same concurrency (PostgreSQL).
+//   script at the same concurrency (PostgreSQL); on PostgreSQL also the Node floor (bench/floor.ts:
+//   Fastify and pg running the same statements, nothing else).
 // Server CPU per request (µs) for every scenario, and on PostgreSQL the database's too.
 // Settings: BENCH_DURATION (s, default 8), BENCH_RUNS (3), BENCH_ENGINES ("sqlite,postgres"),
 // BENCH_DATABASE_URL. Writes docs/benchmarks.md. BENCH_ONLY (comma-separated parts of scenario
@@ -21,16 +22,9 @@ import { buildApp } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
 import { openDb } from '../src/storage/db.js';
 import { PG_URL, ROOT, startProcess, startService, stopChild } from './processes.js';
+import { CODE, idsOf, MARK, remember, type Statement, vary } from './replay.js';
 import { median } from './results.js';
-import {
-  CUSTOMER_ID_BASE,
-  CUSTOMERS,
-  customerOf,
-  ID_BASE,
-  prepare,
-  type Setup,
-  writeScenarios,
-} from './write-scenarios.js';
+import { CUSTOMER_ID_BASE, CUSTOMERS, prepare, type Setup, writeScenarios } from './write-scenarios.js';
 
 const DURATION = Number(process.env.BENCH_DURATION ?? 8);
 const RUNS = Number(process.env.BENCH_RUNS ?? 3);
@@ -43,8 +37,6 @@ const wanted = (name: string) => !ONLY || ONLY.some((part) => name.includes(part
 const DATA = join(ROOT, 'bench', '.limits');
 const WRK = '/usr/bin/wrk';
 const TICK_US = 1e6 / Number(execFileSync('getconf', ['CLK_TCK']).toString().trim());
-// Lower case: emails are stored lower-cased too, and must vary with the rest.
-const MARK = 'capturemark';
 const log = (line: string) => process.stdout.write(`${line}\n`);
 
 interface Figures {
@@ -239,19 +231,6 @@ async function measure(name: string, load: Load, pids: () => number[], database 
 // ---------------------------------------------------------------------------------------------
 // the write ceilings: a route's statements, captured and replayed
 
-interface Statement {
-  sql: string;
-  method: string;
-  params: unknown[];
-  /** The ids of the rows it returned, when it returned some (an INSERT … RETURNING). */
-  returned?: number[];
-}
-
-const idsOf = (rows: unknown): number[] =>
-  (Array.isArray(rows) ? rows : rows ? [rows] : [])
-    .map((row) => Number((row as { id?: unknown }).id))
-    .filter((id) => Number.isInteger(id) && id >= ID_BASE);
-
 let recording: Statement[] | null = null;
 
 /** Records every statement better-sqlite3 runs while `recording` is set. */
@@ -304,8 +283,8 @@ function recordPostgres(): void {
 
 /**
  * The statements one request of each write route runs, taken from the app itself on `url`
- * (in this process): a warm-up request first (caches filled as in a steady run), then the one
- * recorded. Unique values of the recorded request hold MARK, for the replay to vary.
+ * (in this process): warm-up requests first (caches filled and the customer's bonuses used up, as
+ * in a steady run), then the one recorded. Unique values of the recorded request hold MARK, for the replay to vary.
  */
 async function captureWrites(url: string, setup: Setup): Promise<Map<string, Statement[][]>> {
   const db = openDb(url, { poolMax: 2 });
@@ -328,7 +307,10 @@ async function captureWrites(url: string, setup: Setup): Promise<Map<string, Sta
       const sequences: Statement[][] = [];
       // create_or_update alternates a new identity and an update: both are replayed in turn.
       for (const n of scenario.name.startsWith('create_or_update') ? [0, 1] : [0]) {
-        await send(n + 2, `warm-${n}`);
+        // The warm-ups are for the same customer, so that the recorded request is one of the load's
+        // steady state, not the first of its kind: an order after the day's bonuses (the seed's
+        // "Order bonus" earns at most 3 times a day), as every customer has after a few orders.
+        for (let warmup = 0; warmup < 4; warmup++) await send(n, `warm-${n}-${warmup}`);
         recording = [];
         const answer = await send(n, `${MARK}`);
         sequences.push(recording);
@@ -343,23 +325,6 @@ async function captureWrites(url: string, setup: Setup): Promise<Map<string, Sta
     await db.close();
   }
   return captured;
-}
-
-const CODE = /^[A-HJ-NP-Z2-9]{16}$/;
-
-/**
- * A recorded value for replay number `i`: MARK made unique, a reward code made anew, an id a
- * recorded statement returned replaced by the one the replay's statement returned.
- */
-function vary(value: unknown, i: number, ids: Map<number, number>): unknown {
-  if (Array.isArray(value)) return value.map((item) => vary(item, i, ids));
-  if (typeof value === 'number') {
-    if (value > CUSTOMER_ID_BASE && value <= CUSTOMER_ID_BASE + CUSTOMERS) return customerOf(i * 7919);
-    return ids.get(value) ?? value;
-  }
-  if (typeof value !== 'string') return value;
-  if (CODE.test(value)) return Math.random().toString(36).slice(2, 10).toUpperCase().padEnd(16, 'X');
-  return value.includes(MARK) ? value.replaceAll(MARK, `replay-${i}`) : value;
 }
 
 /**
@@ -387,10 +352,7 @@ function sqliteCeiling(file: string, sequences: Statement[][], seconds: number, 
       const params = vary(statement.params, round * 10_000_000 + done, ids) as unknown[];
       let result = run?.apply(statement.prepared, params);
       if (statement.method === 'iterate') result = [...(result as Iterable<unknown>)];
-      const fresh = idsOf(result);
-      statement.returned?.forEach((id, k) => {
-        if (fresh[k] !== undefined) ids.set(id, fresh[k]);
-      });
+      remember(statement, result, ids);
     }
     commit.run();
     done++;
@@ -477,6 +439,8 @@ interface EngineReport {
   readCeilings: Row[];
   writes: Row[];
   writeCeilings: Array<{ name: string; rps: number; latency?: number; databaseUs?: number }>;
+  /** PostgreSQL: bench/floor.ts running each route's statements (see there). */
+  writeFloors: Row[];
 }
 
 async function benchEngine(engine: 'sqlite' | 'postgres'): Promise<EngineReport> {
@@ -485,7 +449,7 @@ async function benchEngine(engine: 'sqlite' | 'postgres'): Promise<EngineReport>
   const captured = await captureWrites(url, setup);
   const database = engine === 'postgres';
   const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
-  const report: EngineReport = { engine, reads: [], readCeilings: [], writes: [], writeCeilings: [] };
+  const report: EngineReport = { engine, reads: [], readCeilings: [], writes: [], writeCeilings: [], writeFloors: [] };
 
   const server = await startService(url, 1);
   try {
@@ -591,7 +555,38 @@ async function benchEngine(engine: 'sqlite' | 'postgres'): Promise<EngineReport>
       report.writeCeilings.push({ name, rps, latency, databaseUs });
     }
   }
+  if (engine === 'postgres') report.writeFloors.push(...(await nodeFloors(url, setup, captured)));
   return report;
+}
+
+/** bench/floor.ts on each write route's recorded statements, loaded as the service was. */
+async function nodeFloors(url: string, setup: Setup, captured: Map<string, Statement[][]>): Promise<Row[]> {
+  log("== postgres: the Node floor (Fastify and pg running the routes' statements, nothing else)");
+  const rows: Row[] = [];
+  for (const scenario of writeScenarios(setup)) {
+    const sequences = captured.get(scenario.name);
+    const name = `${scenario.name}, Node floor`;
+    if (!sequences || !wanted(name)) continue;
+    const file = join(DATA, 'statements.json');
+    writeFileSync(file, JSON.stringify(sequences));
+    const floor = await startProcess(
+      ['dist-bench/bench/floor.js'],
+      { DATABASE_URL: url, STATEMENTS_FILE: file },
+      /listening (\d+)/,
+    );
+    try {
+      const load = {
+        url: `http://127.0.0.1:${floor.port}${scenario.path}`,
+        method: 'POST' as const,
+        headers: { authorization: `Bearer ${scenario.token}` },
+        bodies: (run: number) => scenario.many((n) => scenario.body(n, `floor-${run}-${n}`))(),
+      };
+      rows.push(...present([await measure(name, load, () => [floor.child.pid ?? 0], true)]));
+    } finally {
+      await stopChild(floor.child);
+    }
+  }
+  return rows;
 }
 
 async function readCeilings(pageFile: string, headersFile: string): Promise<Row[]> {
@@ -627,6 +622,31 @@ async function readCeilings(pageFile: string, headersFile: string): Promise<Row[
 const RATIO_TARGET = 0.7;
 const P99_TARGET_MS = 50;
 const met = (yes: boolean) => (yes ? 'met:' : '**missed**:');
+
+/**
+ * The Node floor beside the service and pgbench: the floor's ratio to pgbench bounds what any
+ * Node service on pg reaches here; the service's ratio to the floor is what its own work costs.
+ */
+function floorTable(engine: EngineReport, fixed: (value: number, digits?: number) => string): string[] {
+  return [
+    `### The Node floor: Fastify and pg running the same statements`,
+    '',
+    'bench/floor.ts answers each write route by running the statements the service ran for it (recorded as for ' +
+      'pgbench, its BEGIN and COMMIT too) on pg, with the service’s named statements and pool size, and nothing else: ' +
+      'no authentication, validation, business logic, metrics or logging. Its ratio to pgbench bounds what a Node ' +
+      'service on pg can reach on this machine; the service’s ratio to it is what the service’s own work costs.',
+    '',
+    '| scenario | floor req/s | p99 ms | floor µs/req | database µs/req | floor / pgbench | service / floor |',
+    '|---|---:|---:|---:|---:|---:|---:|',
+    ...engine.writeFloors.map((floor) => {
+      const scenario = floor.name.replace(/, Node floor$/, '');
+      const ceiling = engine.writeCeilings.find((c) => c.name === scenario)?.rps ?? 0;
+      const service = engine.writes.find((row) => row.name === scenario)?.rps ?? 0;
+      const ratio = (a: number, b: number) => (a > 0 && b > 0 ? fixed(a / b, 2) : '—');
+      return `| POST ${scenario} | ${fixed(floor.rps)} | ${fixed(floor.p99, 1)} | ${fixed(floor.serverUs)} | ${fixed(floor.databaseUs ?? 0)} | ${ratio(floor.rps, ceiling)} | ${ratio(service, floor.rps)} |`;
+    }),
+  ];
+}
 
 function writeLimitsReport(started: Date, engines: EngineReport[], ceilings: Row[]): string {
   const fixed = (value: number, digits = 0) =>
@@ -690,6 +710,7 @@ function writeLimitsReport(started: Date, engines: EngineReport[], ceilings: Row
         '',
         `pgbench's own mean latency at ${CONNECTIONS} clients (the ceiling's, not the service's), with PostgreSQL's CPU per transaction: ${latencies}.`,
       );
+      if (engine.writeFloors.length > 0) out.push('', ...floorTable(engine, fixed));
     }
     const failures = [...engine.reads, ...engine.writes].filter((row) => row.failures > 0);
     if (failures.length > 0)
@@ -704,13 +725,17 @@ function writeLimitsReport(started: Date, engines: EngineReport[], ceilings: Row
     '  as soon as it is ready; the service writes the answers of one turn of the event loop together',
     '  (src/http/send-batching.ts), which saves waking the reader per answer, so the ceiling is also measured doing the',
     '  same, and the reads’ ratios to it are given under each engine’s table.',
-    '- Writes: bench/limits.ts records the statements one request of each route runs in the app itself (a warm-up',
-    '  request first), then replays them: on SQLite with better-sqlite3 in one loop, each request’s statements in one',
+    '- Writes: bench/limits.ts records the statements one request of each route runs in the app itself (after',
+    '  warm-up requests for the same customer, so that it is a request of the steady state: an order after the',
+    '  day’s bonuses), then replays them: on SQLite with better-sqlite3 in one loop, each request’s statements in one',
     '  `BEGIN IMMEDIATE … COMMIT` with `synchronous=FULL` (one durable commit each, one at a time: the disk’s commit',
     '  rate); on PostgreSQL with pgbench, the same SQL with its values written in, prepared (`-M prepared`, as the',
     '  service prepares its statements), 50 clients. Unique values (new',
     '  identities, orders, reward codes) are varied per replay. create_or_update replays its new and its update',
     '  request in turn.',
+    '- The Node floor (PostgreSQL): bench/floor.ts runs the same recorded statements from a bare Fastify route on',
+    '  pg, loaded by wrk like the service. It shows how much of the distance to pgbench any Node service on pg',
+    '  keeps, and how much is the service’s own work.',
     '',
   );
   const file = join(ROOT, 'docs', 'benchmarks.md');

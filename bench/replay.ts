@@ -1,0 +1,46 @@
+// The statements a write route runs, as bench/limits.ts records them from a real request, and
+// what a replay varies in them: shared by the better-sqlite3 ceiling, the pgbench script and the
+// Node floor (bench/floor.ts).
+import { CUSTOMER_ID_BASE, CUSTOMERS, customerOf, ID_BASE } from './write-scenarios.js';
+
+export interface Statement {
+  sql: string;
+  method: string;
+  params: unknown[];
+  /** The ids of the rows it returned, when it returned some (an INSERT … RETURNING). */
+  returned?: number[];
+}
+
+/** Stands for a recorded request's unique values. Lower case: emails are stored lower-cased too, and must vary with the rest. */
+export const MARK = 'capturemark';
+/** A reward code (src/points-products/code.ts): made anew by each replay. */
+export const CODE = /^[A-HJ-NP-Z2-9]{16}$/;
+
+/** The ids of rows the benchmark made (ID_BASE and up) among a statement's result rows. */
+export const idsOf = (rows: unknown): number[] =>
+  (Array.isArray(rows) ? rows : rows ? [rows] : [])
+    .map((row) => Number((row as { id?: unknown }).id))
+    .filter((id) => Number.isInteger(id) && id >= ID_BASE);
+
+/**
+ * A recorded value for replay number `i`: MARK made unique, a reward code made anew, an id a
+ * recorded statement returned replaced by the one the replay's statement returned.
+ */
+export function vary(value: unknown, i: number, ids: Map<number, number>): unknown {
+  if (Array.isArray(value)) return value.map((item) => vary(item, i, ids));
+  if (typeof value === 'number') {
+    if (value > CUSTOMER_ID_BASE && value <= CUSTOMER_ID_BASE + CUSTOMERS) return customerOf(i * 7919);
+    return ids.get(value) ?? value;
+  }
+  if (typeof value !== 'string') return value;
+  if (CODE.test(value)) return Math.random().toString(36).slice(2, 10).toUpperCase().padEnd(16, 'X');
+  return value.includes(MARK) ? value.replaceAll(MARK, `replay-${i}`) : value;
+}
+
+/** After a replayed statement: the ids it returned stand, in later statements, for the recorded ones. */
+export function remember(statement: Statement, result: unknown, ids: Map<number, number>): void {
+  const fresh = idsOf(result);
+  statement.returned?.forEach((id, k) => {
+    if (fresh[k] !== undefined) ids.set(id, fresh[k]);
+  });
+}
