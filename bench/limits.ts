@@ -24,6 +24,7 @@ import { openDb } from '../src/storage/db.js';
 import { PG_URL, ROOT, startProcess, startService, stopChild } from './processes.js';
 import { CODE, idsOf, MARK, remember, type Statement, vary } from './replay.js';
 import { median } from './results.js';
+import { SEEDED_DISTINCT_ID } from './seed.js';
 import { CUSTOMER_ID_BASE, CUSTOMERS, prepare, type Setup, writeScenarios } from './write-scenarios.js';
 
 const DURATION = Number(process.env.BENCH_DURATION ?? 8);
@@ -371,6 +372,9 @@ function pgbenchScript(sequences: Statement[][]): string {
     if (typeof value === 'boolean') return value ? 'true' : 'false';
     const text = String(value);
     if (CODE.test(text)) return `upper(substr(md5(random()::text), 1, 16))`;
+    // The seeded identity of the script's customer :c (see identityOf).
+    const identity = SEEDED_DISTINCT_ID.exec(text);
+    if (identity) return `'a${identity[1]}-' || (:c - ${CUSTOMER_ID_BASE})`;
     return `'${text.replaceAll("'", "''").replaceAll(MARK, "' || :n || '")}'`;
   };
   const lines = [

@@ -1,7 +1,8 @@
 // The statements a write route runs, as bench/limits.ts records them from a real request, and
 // what a replay varies in them: shared by the better-sqlite3 ceiling, the pgbench script and the
 // Node floor (bench/floor.ts).
-import { CUSTOMER_ID_BASE, CUSTOMERS, customerOf, ID_BASE } from './write-scenarios.js';
+import { SEEDED_DISTINCT_ID } from './seed.js';
+import { CUSTOMER_ID_BASE, CUSTOMERS, customerOf, ID_BASE, identityOf } from './write-scenarios.js';
 
 export interface Statement {
   sql: string;
@@ -24,7 +25,9 @@ export const idsOf = (rows: unknown): number[] =>
 
 /**
  * A recorded value for replay number `i`: MARK made unique, a reward code made anew, an id a
- * recorded statement returned replaced by the one the replay's statement returned.
+ * recorded statement returned replaced by the one the replay's statement returned, and the
+ * customer (its id, and its seeded identity's distinct_id) replaced by the replay's customer, so
+ * that replays spread over the customers as the load does instead of all locking one row.
  */
 export function vary(value: unknown, i: number, ids: Map<number, number>): unknown {
   if (Array.isArray(value)) return value.map((item) => vary(item, i, ids));
@@ -34,6 +37,8 @@ export function vary(value: unknown, i: number, ids: Map<number, number>): unkno
   }
   if (typeof value !== 'string') return value;
   if (CODE.test(value)) return Math.random().toString(36).slice(2, 10).toUpperCase().padEnd(16, 'X');
+  const identity = SEEDED_DISTINCT_ID.exec(value);
+  if (identity) return identityOf(identity[1] as string, i * 7919);
   return value.includes(MARK) ? value.replaceAll(MARK, `replay-${i}`) : value;
 }
 

@@ -67,6 +67,11 @@ async function createRules(services: Services, accountId: number, count: number)
   }
 }
 
+/** The distinct_id of the seeded identity of an account's k-th customer (k from 1): see bulkIdentities. */
+export const seededDistinctId = (accountId: number | string, k: number) => `a${accountId}-${k}`;
+/** A seeded identity's distinct_id: the account and k. */
+export const SEEDED_DISTINCT_ID = /^a(\d+)-(\d+)$/;
+
 /** Inserts `count` customers and one identity each, `${prefix}-${n}`, in two statements. */
 async function bulkIdentities(db: Db, accountId: number, prefix: string, count: number): Promise<void> {
   const now = Date.now();
@@ -121,7 +126,7 @@ export async function seedAccount(
     accountId: created.id,
     apiKey: key.key,
     accessToken: token.access_token,
-    existingDistinctIds: (i) => `a${created.id}-${(i % identities) + 1}`,
+    existingDistinctIds: (i) => seededDistinctId(created.id, (i % identities) + 1),
     existingCount: identities,
     activityToken: order.token,
     customerId: (i) => first + (i % customerCount),

@@ -8,7 +8,7 @@ import { createServices } from '../src/services.js';
 import { openDb } from '../src/storage/db.js';
 import { migrateToLatest } from '../src/storage/migrator.js';
 import { freshPostgresSchema } from './processes.js';
-import { type BenchAccount, seedAccount } from './seed.js';
+import { type BenchAccount, seedAccount, seededDistinctId } from './seed.js';
 
 /**
  * New rows get ids from here on, so an id a recorded statement returned is told apart from every
@@ -16,10 +16,17 @@ import { type BenchAccount, seedAccount } from './seed.js';
  */
 export const ID_BASE = 10_000_000;
 export const CUSTOMER_ID_BASE = 20_000_000;
+/**
+ * The seeded identities get ids from here: an update's recorded statements then name its identity
+ * by an id the replay maps to its own identity's, as it does new rows' ids.
+ */
+const SEEDED_IDENTITY_ID_BASE = 30_000_000;
 /** The benchmark's customers: CUSTOMER_ID_BASE + 1 and the 999 after it. */
 export const CUSTOMERS = 1000;
 /** The customer of a recorded request: replays spread over every customer, as the load does. */
 export const customerOf = (i: number) => CUSTOMER_ID_BASE + 1 + (i % CUSTOMERS);
+/** The distinct_id of customerOf(i)'s seeded identity. */
+export const identityOf = (accountId: number | string, i: number) => seededDistinctId(accountId, (i % CUSTOMERS) + 1);
 const ID_TABLES = [
   'customers',
   'customer_identities',
@@ -43,8 +50,9 @@ export async function prepare(
   const db = openDb(url, { sqliteSynchronous: 'NORMAL', poolMax: 4 });
   try {
     await migrateToLatest(db);
-    // Customers get ids from CUSTOMER_ID_BASE, rows made later from ID_BASE: a recorded customer
-    // id, a returned id and any other number among the parameters are told apart.
+    // Customers get ids from CUSTOMER_ID_BASE, their identities from SEEDED_IDENTITY_ID_BASE, rows
+    // made later from ID_BASE: a recorded customer id, a returned id and any other number among the
+    // parameters are told apart.
     const startIds = async (table: string, base: number) => {
       if (db.dialect === 'sqlite') {
         await sql`delete from sqlite_sequence where name = ${table}`.execute(db.kysely);
@@ -54,6 +62,7 @@ export async function prepare(
       }
     };
     await startIds('customers', CUSTOMER_ID_BASE);
+    await startIds('customer_identities', SEEDED_IDENTITY_ID_BASE);
     const services = createServices(db, { clock: systemClock, accessTokenTtlSeconds: 86_400 });
     // 52 rules: the first page of 50 is the issue's 14 KB page.
     const account = await seedAccount(services, db, 'Limits', 50, 1000, log);
