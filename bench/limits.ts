@@ -563,13 +563,16 @@ async function benchEngine(engine: 'sqlite' | 'postgres'): Promise<EngineReport>
   return report;
 }
 
+/** What the name of a write scenario's floor row adds to the scenario's name. */
+const FLOOR = ', Node floor';
+
 /** bench/floor.ts on each write route's recorded statements, loaded as the service was. */
 async function nodeFloors(url: string, setup: Setup, captured: Map<string, Statement[][]>): Promise<Row[]> {
   log("== postgres: the Node floor (Fastify and pg running the routes' statements, nothing else)");
   const rows: Row[] = [];
   for (const scenario of writeScenarios(setup)) {
     const sequences = captured.get(scenario.name);
-    const name = `${scenario.name}, Node floor`;
+    const name = `${scenario.name}${FLOOR}`;
     if (!sequences || !wanted(name)) continue;
     const file = join(DATA, 'statements.json');
     writeFileSync(file, JSON.stringify(sequences));
@@ -632,6 +635,7 @@ const met = (yes: boolean) => (yes ? 'met:' : '**missed**:');
  * Node service on pg reaches here; the service's ratio to the floor is what its own work costs.
  */
 function floorTable(engine: EngineReport, fixed: (value: number, digits?: number) => string): string[] {
+  const ratio = (a: number, b: number) => (a > 0 && b > 0 ? fixed(a / b, 2) : '—');
   return [
     `### The Node floor: Fastify and pg running the same statements`,
     '',
@@ -643,10 +647,9 @@ function floorTable(engine: EngineReport, fixed: (value: number, digits?: number
     '| scenario | floor req/s | p99 ms | floor µs/req | database µs/req | floor / pgbench | service / floor |',
     '|---|---:|---:|---:|---:|---:|---:|',
     ...engine.writeFloors.map((floor) => {
-      const scenario = floor.name.replace(/, Node floor$/, '');
+      const scenario = floor.name.slice(0, -FLOOR.length);
       const ceiling = engine.writeCeilings.find((c) => c.name === scenario)?.rps ?? 0;
       const service = engine.writes.find((row) => row.name === scenario)?.rps ?? 0;
-      const ratio = (a: number, b: number) => (a > 0 && b > 0 ? fixed(a / b, 2) : '—');
       return `| POST ${scenario} | ${fixed(floor.rps)} | ${fixed(floor.p99, 1)} | ${fixed(floor.serverUs)} | ${fixed(floor.databaseUs ?? 0)} | ${ratio(floor.rps, ceiling)} | ${ratio(service, floor.rps)} |`;
     }),
   ];

@@ -31,14 +31,16 @@ export const idsOf = (rows: unknown): number[] =>
  */
 export function vary(value: unknown, i: number, ids: Map<number, number>): unknown {
   if (Array.isArray(value)) return value.map((item) => vary(item, i, ids));
+  // The replay's customer, picked as the load picks them (customerId(n * 7919)).
+  const customer = i * 7919;
   if (typeof value === 'number') {
-    if (value > CUSTOMER_ID_BASE && value <= CUSTOMER_ID_BASE + CUSTOMERS) return customerOf(i * 7919);
+    if (value > CUSTOMER_ID_BASE && value <= CUSTOMER_ID_BASE + CUSTOMERS) return customerOf(customer);
     return ids.get(value) ?? value;
   }
   if (typeof value !== 'string') return value;
   if (CODE.test(value)) return Math.random().toString(36).slice(2, 10).toUpperCase().padEnd(16, 'X');
   const identity = SEEDED_DISTINCT_ID.exec(value);
-  if (identity) return identityOf(identity[1] as string, i * 7919);
+  if (identity) return identityOf(identity[1] as string, customer);
   return value.includes(MARK) ? value.replaceAll(MARK, `replay-${i}`) : value;
 }
 

@@ -9,9 +9,9 @@ export const CODE_ALPHABET = 'ABCDEFGHJKLMNPQRSTUVWXYZ23456789';
 export const CODE_LENGTH = 16;
 
 /**
- * Bytes from the OS CSPRNG, drawn 4 KiB at a time (256 codes) and each used once: a call into
- * the CSPRNG per code cost a purchase on PostgreSQL about 4 % of its server CPU (profiled with
- * `npm run bench:profile -- purchases postgres`), as Node's own randomUUID keeps a cache for.
+ * Bytes from the OS CSPRNG, drawn 4 KiB at a time (256 codes) and each used once, as Node's own
+ * randomUUID keeps a cache: a call into the CSPRNG per code cost a purchase on PostgreSQL about
+ * 4 % of its server CPU (profiled with `npm run bench:profile -- purchases postgres`).
  */
 const pool = Buffer.alloc(4096);
 let drawn = pool.length;
