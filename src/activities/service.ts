@@ -8,7 +8,12 @@ import { CustomerNotVisible, type CustomersService, parseTime } from '../custome
 import { findBoundRules } from '../earning-rules/repository.js';
 import { type EarningRule, MAX_POINTS_PER_CREDIT } from '../earning-rules/schemas.js';
 import { DomainError, invalidParameter } from '../errors.js';
-import { countCredits, findActivityTransactions } from '../points-transactions/repository.js';
+import {
+  countCredits,
+  countCreditsIn,
+  findActivityTransactions,
+  findCreditTimesAround,
+} from '../points-transactions/repository.js';
 import type { PointsTransaction } from '../points-transactions/schemas.js';
 import type { PointsTransactionsService } from '../points-transactions/service.js';
 import { checkProperties } from '../properties.js';
@@ -16,7 +21,7 @@ import type { ActivityRow, CustomerRow, Database } from '../storage/schema.js';
 import { type Decimal, decimalOfNumber, floorOf, floorProductQuotient, readAmount } from './decimal.js';
 import { findActivityByDistinctId, insertActivityIfAbsent } from './repository.js';
 import { type Activity, type ActivityInput, MAX_CLOCK_SKEW_MS } from './schemas.js';
-import { windowStart } from './window.js';
+import { reachOf, roomFor } from './window.js';
 
 /** The outcome of recording an activity: it, and whether this request created it. */
 export interface RecordedActivity {
@@ -130,15 +135,24 @@ export class ActivitiesService {
     return customer;
   }
 
-  /** Step 2 of the contract: the rule's earning limit still allows a credit at `time`. */
+  /**
+   * Step 2 of the contract: the rule's earning limit still allows a credit at `time`. A rolling
+   * limit holds for every window, not only the one ending at `time`: a credit dated before others
+   * (back-dated, or committed after them while waiting for the customer's lock) must fit in the
+   * windows ending after it too. The customer is locked, so every credit committed so far is seen.
+   */
   private async withinLimit(trx: Kysely<Database>, rule: EarningRule, customerId: number, time: number) {
     const limit = rule.earning_limit;
     if (limit === null) return true;
-    const window =
-      limit.type === 'lifetime'
-        ? null
-        : { after: windowStart(time, limit.rolling.unit, limit.rolling.unit_count), upTo: time };
-    return (await countCredits(trx, customerId, rule.id, window)) < limit.max;
+    if (limit.type === 'lifetime') return (await countCredits(trx, customerId, rule.id)) < limit.max;
+    const { unit, unit_count: count } = limit.rolling;
+    const { after, upTo } = reachOf(time, unit, count);
+    const reach = { customerId, ruleId: rule.id, after, upTo };
+    // Every window that holds `time` lies in the reach: with fewer than max credits there, each has
+    // room. The usual case, and one count, as cheap as the check of a single window.
+    if ((await countCreditsIn(trx, reach)) < limit.max) return true;
+    const credits = await findCreditTimesAround(trx, { ...reach, time, each: limit.max });
+    return roomFor(time, credits.earlier, credits.later, limit.max, unit, count);
   }
 
   /** The activity that holds the input's token and distinct_id, with what it credited. */

@@ -34,6 +34,7 @@ const insertTransactionQuery = compiledQuery((db, v: NewPointsTransaction) =>
         'occurred_at',
         'created_at',
         'updated_at',
+        'created_by_user_id',
       ]),
     )
     .returningAll(),
@@ -91,35 +92,129 @@ export async function findActivityTransactions(db: Kysely<Database>, activityId:
   return rows.map(toPointsTransaction);
 }
 
-/**
- * How many credits `ruleId` gave the customer: in all, or with a time in `(after, upTo]`.
- * Served by the index (customer_id, earning_rule_id, occurred_at).
- */
-export async function countCredits(
-  db: Kysely<Database>,
-  customerId: number,
-  ruleId: number,
-  window: { after: number; upTo: number } | null,
-): Promise<number> {
-  const [row] =
-    window === null
-      ? await countAllCreditsQuery(db, { customerId, ruleId })
-      : await countCreditsInQuery(db, { customerId, ruleId, after: window.after, upTo: window.upTo });
+/** How many credits `ruleId` gave the customer, in all: what a lifetime limit counts. */
+export async function countCredits(db: Kysely<Database>, customerId: number, ruleId: number): Promise<number> {
+  const [row] = await countCreditsQuery(db, { customerId, ruleId });
   return Number(row?.count ?? 0);
 }
 
-const creditCount = (db: Kysely<Database>, v: { customerId: number; ruleId: number }) =>
+// Served by the index (customer_id, earning_rule_id, occurred_at), as are the credit times below.
+const countCreditsQuery = compiledQuery((db, v: { customerId: number; ruleId: number }) =>
   db
     .selectFrom('points_transactions')
     .select((eb) => eb.fn.countAll<number | string>().as('count'))
     .where('customer_id', '=', v.customerId)
-    .where('earning_rule_id', '=', v.ruleId);
+    .where('earning_rule_id', '=', v.ruleId),
+);
 
-const countAllCreditsQuery = compiledQuery(creditCount);
+/** How many credits `ruleId` gave the customer with a time in (after, upTo]. */
+export async function countCreditsIn(
+  db: Kysely<Database>,
+  v: { customerId: number; ruleId: number; after: number; upTo: number },
+): Promise<number> {
+  const [row] = await countCreditsInQuery(db, v);
+  return Number(row?.count ?? 0);
+}
 
 const countCreditsInQuery = compiledQuery(
   (db, v: { customerId: number; ruleId: number; after: number; upTo: number }) =>
-    creditCount(db, v).where('occurred_at', '>', v.after).where('occurred_at', '<=', v.upTo),
+    db
+      .selectFrom('points_transactions')
+      .select((eb) => eb.fn.countAll<number | string>().as('count'))
+      .where('customer_id', '=', v.customerId)
+      .where('earning_rule_id', '=', v.ruleId)
+      .where('occurred_at', '>', v.after)
+      .where('occurred_at', '<=', v.upTo),
+);
+
+/** The times of credits of one rule to one customer around an instant (see findCreditTimesAround). */
+export interface CreditTimesAround {
+  /** In (after, time], nearest first. */
+  earlier: number[];
+  /** In (time, upTo], nearest first. */
+  later: number[];
+}
+
+// A type, not an interface: compiledQuery's values must be a Record.
+type AroundValues = { customerId: number; ruleId: number; after: number; time: number; upTo: number; each: number };
+
+/**
+ * The times of the credits `ruleId` gave the customer in (after, time] and in (time, upTo], at
+ * least the `each` nearest to `time` on either side (all of them, as a rule): what a rolling limit
+ * checks (roomFor in src/activities/window.ts). Served by the index (customer_id,
+ * earning_rule_id, occurred_at).
+ *
+ * While every window holds at most `each` credits, the range (after, upTo] of reachOf holds at
+ * most 3 × each (three windows cover it), so one range scan of at most 3 × each + 1 rows reads
+ * them all. Only more rows than that (credits given before issue 27's fix, past the limit) need
+ * the second statement, two range scans that stop after the `each` nearest (an ORDER BY with a
+ * LIMIT, which SQLite runs markedly slower than the plain range scan).
+ */
+export async function findCreditTimesAround(db: Kysely<Database>, v: AroundValues): Promise<CreditTimesAround> {
+  const most = 3 * v.each + 1;
+  let rows = await creditTimesInQuery(db, {
+    customerId: v.customerId,
+    ruleId: v.ruleId,
+    after: v.after,
+    upTo: v.upTo,
+    most,
+  });
+  if (rows.length >= most) rows = await creditTimesAroundQuery(db, v);
+  const earlier: number[] = [];
+  const later: number[] = [];
+  for (const row of rows) {
+    const time = Number(row.occurred_at);
+    (time <= v.time ? earlier : later).push(time);
+  }
+  // Neither statement orders its rows: each side is sorted here, nearest first.
+  earlier.sort((a, b) => b - a);
+  later.sort((a, b) => a - b);
+  return { earlier, later };
+}
+
+const creditTimesInQuery = compiledQuery(
+  (db, v: { customerId: number; ruleId: number; after: number; upTo: number; most: number }) =>
+    db
+      .selectFrom('points_transactions')
+      .select('occurred_at')
+      .where('customer_id', '=', v.customerId)
+      .where('earning_rule_id', '=', v.ruleId)
+      .where('occurred_at', '>', v.after)
+      .where('occurred_at', '<=', v.upTo)
+      .limit(v.most),
+);
+
+const creditTimes = (db: Kysely<Database>, v: AroundValues) =>
+  db
+    .selectFrom('points_transactions')
+    .select('occurred_at')
+    .where('customer_id', '=', v.customerId)
+    .where('earning_rule_id', '=', v.ruleId)
+    .limit(v.each);
+
+// The `each` nearest on either side, each in a subquery of its own: SQLite allows no ORDER BY or
+// LIMIT on a member of a UNION.
+const creditTimesAroundQuery = compiledQuery((db, v: AroundValues) =>
+  db
+    .selectFrom(
+      creditTimes(db, v)
+        .where('occurred_at', '>', v.after)
+        .where('occurred_at', '<=', v.time)
+        .orderBy('occurred_at', 'desc')
+        .as('earlier'),
+    )
+    .select('occurred_at')
+    .unionAll(
+      db
+        .selectFrom(
+          creditTimes(db, v)
+            .where('occurred_at', '>', v.time)
+            .where('occurred_at', '<=', v.upTo)
+            .orderBy('occurred_at')
+            .as('later'),
+        )
+        .select('occurred_at'),
+    ),
 );
 
 function toPointsTransaction(row: PointsTransactionRow): PointsTransaction {

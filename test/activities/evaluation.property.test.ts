@@ -5,6 +5,7 @@ import type { Customer } from '../../src/customers/schemas.js';
 import { bearer, createTenant, createTestApp, type TestApp, testEngine } from '../helpers/app.js';
 import { unbalancedCustomers } from '../helpers/engine.js';
 import { earningRuleFixture } from '../helpers/fixtures.js';
+import { fullestWindowWith } from './rolling-reference.js';
 
 // The engine against a small reference model written here, on random programs: rules fixed and
 // variable (decimal values and amounts with up to 4 places), lifetime and rolling limits in every
@@ -44,32 +45,6 @@ function pointsOf(rule: RuleSpec, amount: string): number {
   return Number((v.n * a.n * p.d) / (v.d * a.d * p.n));
 }
 
-const isLeap = (y: number) => (y % 4 === 0 && y % 100 !== 0) || y % 400 === 0;
-const monthDays = (y: number, m: number) => [31, isLeap(y) ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][m]!;
-
-/** `t` minus `count` units: days and weeks in fixed hours, months and years on the calendar, clamped to the month's end. */
-function minus(t: number, unit: Unit, count: number): number {
-  if (unit === 'day') return t - count * 86_400_000;
-  if (unit === 'week') return t - count * 7 * 86_400_000;
-  const date = new Date(t);
-  let year = date.getUTCFullYear();
-  let month = date.getUTCMonth() - (unit === 'year' ? 12 * count : count);
-  while (month < 0) {
-    month += 12;
-    year -= 1;
-  }
-  const day = Math.min(date.getUTCDate(), monthDays(year, month));
-  return Date.UTC(
-    year,
-    month,
-    day,
-    date.getUTCHours(),
-    date.getUTCMinutes(),
-    date.getUTCSeconds(),
-    date.getUTCMilliseconds(),
-  );
-}
-
 class Model {
   readonly credits: { customer: number; rule: number; time: number }[] = [];
   readonly earned = new Map<number, number>();
@@ -98,11 +73,16 @@ class Model {
       const limit = rule.limit;
       if (limit !== null) {
         const mine = this.credits.filter((c) => c.customer === activity.customer && c.rule === index);
+        // A rolling limit holds for every window that would hold this activity (rolling-reference.ts).
         const counted =
           limit.type === 'lifetime'
             ? mine.length
-            : mine.filter((c) => c.time > minus(activity.time, limit.unit, limit.count) && c.time <= activity.time)
-                .length;
+            : fullestWindowWith(
+                activity.time,
+                mine.map((c) => c.time),
+                limit.unit,
+                limit.count,
+              );
         if (counted >= limit.max) return;
       }
       const points = pointsOf(rule, activity.amount.text);
