@@ -26,6 +26,9 @@ export function toContractError(thrown: unknown): DomainError {
   if (!(thrown instanceof Error)) return internalError();
   const error = thrown as FrameworkError;
   if (error.validation) return fromValidation(error);
+  if (isClientAbort(error)) {
+    return new DomainError('invalid_request', 'the connection closed before the whole request body arrived');
+  }
   if (isDatabaseUnavailable(error)) return unavailable();
   switch (error.code) {
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
@@ -102,11 +105,33 @@ const UNAVAILABLE_CODES = new Set([
   '53300', // too_many_connections
 ]);
 
+/** Codes of the error Node destroys a request with when its client goes before the body's end. */
+const CLIENT_ABORT_CODES = new Set(['ECONNRESET', 'ECONNABORTED', 'ERR_STREAM_PREMATURE_CLOSE']);
+
+/**
+ * The error of a request whose client closed the connection before sending the whole body: Node
+ * destroys the request stream with `Error('aborted')` (code `ECONNRESET`), and Fastify's body
+ * reader gives every error of that stream a 4xx status. A driver's `ECONNRESET` has neither the
+ * message nor a status, so the client's is never taken for the database's: anyone can close a
+ * connection halfway, and the database-error metric is what operators are paged on.
+ */
+export function isClientAbort(thrown: unknown): boolean {
+  if (!(thrown instanceof Error) || thrown instanceof DomainError) return false;
+  const error = thrown as FrameworkError;
+  if (!CLIENT_ABORT_CODES.has(error.code ?? '')) return false;
+  return error.message === 'aborted' || isRequestStatus(error.statusCode);
+}
+
+/** A 4xx status, which Fastify puts on the errors of reading a request and no driver puts on its own. */
+function isRequestStatus(status: number | undefined): boolean {
+  return status !== undefined && status >= 400 && status < 500;
+}
+
 /** Errors raised by either database driver: what the database-error metric counts. */
 export function isDatabaseError(thrown: unknown): boolean {
   if (!(thrown instanceof Error) || thrown instanceof DomainError) return false;
   const error = thrown as FrameworkError;
-  if (error.validation) return false;
+  if (error.validation || isRequestStatus(error.statusCode) || isClientAbort(error)) return false;
   const code = typeof error.code === 'string' ? error.code : '';
   return code.startsWith('SQLITE_') || /^[0-9A-Z]{5}$/.test(code) || isDatabaseUnavailable(error);
 }

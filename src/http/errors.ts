@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { type IncomingMessage, STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { isDatabaseError, toContractError } from '../error-mapping.js';
+import { isClientAbort, isDatabaseError, toContractError } from '../error-mapping.js';
 import { DomainError, ERROR_STATUS, type ErrorCode } from '../errors.js';
 import { requestId } from './request-id.js';
 import type { ErrorBody } from './schemas.js';
@@ -33,17 +33,30 @@ export function registerErrorHandling(app: FastifyInstance, hooks: { onDatabaseE
     // Fastify and a `Connection: close` client ask), resets the connection with the rest of the
     // body unread, often before the client has read the 413. The rest is read and thrown away
     // first (bounded by REQUEST_TIMEOUT_MS), so the close is clean and the answer arrives.
+    // The wait is not returned: when a promise from an error handler settles, Fastify sends
+    // again unless `reply.sent`, which stays false until send batching writes the answer at the
+    // end of the turn (the 413 was sent twice, the second logged as ERR_HTTP_HEADERS_SENT).
     if (domain.code === 'payload_too_large' && !request.raw.complete) {
-      return bodyDiscarded(request.raw).then(() => {
+      void bodyDiscarded(request.raw).then(() => {
         if (!request.raw.socket?.destroyed) send(request, reply, domain);
       });
+      return;
     }
     send(request, reply, domain);
   });
 }
 
-/** Logs a 5xx with the whole error: an internal error as an error, an unreachable database as a warning. */
+/**
+ * Logs a 5xx with the whole error: an internal error as an error, an unreachable database as a
+ * warning. A client that closed the connection mid-body is noted at info level, as Fastify notes
+ * its other aborted requests: it says nothing about the server's health.
+ */
 export function logFailure(request: FastifyRequest, error: unknown, domain: DomainError): void {
+  if (isClientAbort(error)) {
+    const { code, message } = error as Error & { code?: string };
+    request.log.info({ err: { code, message } }, 'the client closed the connection before sending the whole body');
+    return;
+  }
   if (domain.status < 500) return;
   if (domain.code === 'internal_error') request.log.error({ err: error }, 'request failed');
   else request.log.warn({ err: error }, domain.message);

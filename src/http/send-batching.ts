@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 
 /**
  * Answers ready in one turn of the event loop are written together, at the end of the turn
@@ -11,9 +11,11 @@ import type { FastifyInstance } from 'fastify';
  */
 export function registerSendBatching(app: FastifyInstance): void {
   let waiting: Array<() => void> = [];
+  const replies = new Set<FastifyReply>();
   const writeAll = () => {
     const batch = waiting;
     waiting = [];
+    replies.clear();
     for (const write of batch) {
       try {
         write();
@@ -23,8 +25,17 @@ export function registerSendBatching(app: FastifyInstance): void {
       }
     }
   };
-  app.addHook('onSend', (_request, _reply, _payload, done) => {
+  app.addHook('onSend', (request, reply, _payload, done) => {
+    // While its answer waits here `reply.sent` is still false, so an async handler that calls
+    // `reply.send()` and resolves to nothing has Fastify send again (without batching the first
+    // would already be written, and Fastify would not). The second is dropped, as Fastify would:
+    // written too, it would fail with ERR_HTTP_HEADERS_SENT after the first.
+    if (replies.has(reply)) {
+      request.log.debug('a second send of an answer still waiting to be written was dropped');
+      return;
+    }
     if (waiting.length === 0) setImmediate(writeAll);
     waiting.push(done);
+    replies.add(reply);
   });
 }

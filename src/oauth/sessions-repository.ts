@@ -1,4 +1,4 @@
-import { type Kysely, sql } from 'kysely';
+import { type Kysely, type RawBuilder, sql } from 'kysely';
 import type { Database, OAuthSessionRow } from '../storage/schema.js';
 
 // The rows of the pages' sessions and of the sign-in throttle. Only signed-in sessions are
@@ -40,54 +40,96 @@ export async function deleteSession(db: Kysely<Database>, sessionHash: string): 
   await db.deleteFrom('oauth_sessions').where('session_hash', '=', sessionHash).execute();
 }
 
-/** Removes expired and idle sessions (and failure counters older than `failuresBefore`). */
+/** Removes expired and idle sessions, and throttle counters whose last delay ended before `throttleBefore`. */
 export async function pruneSessions(
   db: Kysely<Database>,
   now: number,
   idleSince: number,
-  failuresBefore: number,
+  throttleBefore: number,
 ): Promise<void> {
   await db
     .deleteFrom('oauth_sessions')
     .where((eb) => eb.or([eb('expires_at', '<=', now), eb('last_seen_at', '<=', idleSince)]))
     .execute();
-  await db.deleteFrom('oauth_sign_in_failures').where('window_started_at', '<', failuresBefore).execute();
+  await db.deleteFrom('oauth_sign_in_failures').where('retry_at', '<', throttleBefore).execute();
 }
 
-// --- Sign-in attempt counters -------------------------------------------------------------------
+// --- Sign-in throttle -------------------------------------------------------------------------
 
-/** Attempts counted for a key in its current window. */
-export interface AttemptCount {
-  attempts: number;
-  windowStartedAt: number;
+/** How a key's sign-in attempts slow its next ones. */
+export interface DelayRule {
+  /** Attempts of a run checked without waiting. */
+  free: number;
+  /** A run is forgotten once its last wait ended this long ago with no attempt since. */
+  forgetAfterMs: number;
+}
+
+/** The longest wait between two attempts of one key. */
+export const MAX_DELAY_MS = 15 * 60 * 1000;
+/** Doublings of 1 s that reach MAX_DELAY_MS: from there on the wait is MAX_DELAY_MS. */
+const DOUBLINGS = Math.ceil(Math.log2(MAX_DELAY_MS / 1000));
+
+/** The wait after a run's `attempts`-th attempt: none for the free ones, then 1 s, 2 s, 4 s … up to MAX_DELAY_MS. */
+export function delayAfter(attempts: number, rule: DelayRule): number {
+  if (attempts < rule.free) return 0;
+  return Math.min(MAX_DELAY_MS, 1000 * 2 ** (attempts - rule.free));
+}
+
+/** `delayAfter` in SQL both engines run alike (integer shifts, no power function on SQLite). */
+function delayAfterSql(attempts: RawBuilder<number>, rule: DelayRule): RawBuilder<number> {
+  const free = sql.lit(rule.free);
+  return sql<number>`case when ${attempts} < ${free} then 0 when ${attempts} - ${free} >= ${sql.lit(DOUBLINGS)} then ${sql.lit(MAX_DELAY_MS)} else 1000 << (${attempts} - ${free}) end`;
+}
+
+/** Whether an attempt may be checked now, and if not, from when. */
+export type Admission = { admitted: true } | { admitted: false; retryAt: number };
+
+/** When the next attempt of `key` may be checked (0 when nothing holds it). */
+export async function retryAtOf(db: Kysely<Database>, key: string): Promise<number> {
+  const row = await db
+    .selectFrom('oauth_sign_in_failures')
+    .select('retry_at')
+    .where('key', '=', key)
+    .executeTakeFirst();
+  return Number(row?.retry_at ?? 0);
 }
 
 /**
- * Counts one sign-in attempt for `key` and returns the count, in one statement (no read-then-write
- * race: attempts made at the same moment get distinct counts). A counter whose window began at or before
- * `windowStart` (it has ended) starts again at 1.
+ * Counts one attempt of `key` and sets when the next may be checked, in one statement, unless
+ * the key is still waiting: then nothing changes and the attempt is refused. Attempts made at
+ * the same moment are counted one after the other, so no more of them are admitted than the
+ * rule's free attempts (no read-then-write race). A run whose last wait ended `forgetAfterMs`
+ * ago starts again at 1.
  */
-export async function countAttempt(
+export async function admitAttempt(
   db: Kysely<Database>,
   key: string,
   now: number,
-  windowStart: number,
-): Promise<AttemptCount> {
+  rule: DelayRule,
+): Promise<Admission> {
+  const forgotten = sql<boolean>`oauth_sign_in_failures.retry_at <= ${now - rule.forgetAfterMs}`;
+  const attempts = sql<number>`case when ${forgotten} then 1 else oauth_sign_in_failures.failures + 1 end`;
   const row = await db
     .insertInto('oauth_sign_in_failures')
-    .values({ key, failures: 1, window_started_at: now })
+    .values({ key, failures: 1, window_started_at: now, retry_at: now + delayAfter(1, rule) })
     .onConflict((oc) =>
-      oc.column('key').doUpdateSet({
-        failures: sql<number>`case when oauth_sign_in_failures.window_started_at <= ${windowStart} then 1 else oauth_sign_in_failures.failures + 1 end`,
-        window_started_at: sql<number>`case when oauth_sign_in_failures.window_started_at <= ${windowStart} then ${now} else oauth_sign_in_failures.window_started_at end`,
-      }),
+      oc
+        .column('key')
+        .doUpdateSet({
+          failures: attempts,
+          window_started_at: sql<number>`case when ${forgotten} then ${now} else oauth_sign_in_failures.window_started_at end`,
+          retry_at: sql<number>`cast(${now} as bigint) + ${delayAfterSql(attempts, rule)}`,
+        })
+        // Still waiting: the row is left as it is and no row comes back.
+        .where('oauth_sign_in_failures.retry_at', '<=', now),
     )
-    .returning(['failures', 'window_started_at'])
-    .executeTakeFirstOrThrow();
-  return { attempts: Number(row.failures), windowStartedAt: Number(row.window_started_at) };
+    .returning('failures')
+    .executeTakeFirst();
+  if (row) return { admitted: true };
+  return { admitted: false, retryAt: await retryAtOf(db, key) };
 }
 
-/** Takes back one counted attempt (a sign-in that succeeded), never below 0. */
+/** Takes back one counted attempt (one that succeeded, or was not checked), never below 0. */
 export async function forgiveAttempt(db: Kysely<Database>, key: string): Promise<void> {
   await db
     .updateTable('oauth_sign_in_failures')

@@ -1,4 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import { isIPv6 } from 'node:net';
 import type { Kysely } from 'kysely';
 import type { AccountsService } from '../accounts/service.js';
 import { randomBase62, sha256Hex } from '../auth/secrets.js';
@@ -7,14 +8,15 @@ import { normalizeEmail } from '../email.js';
 import type { Database } from '../storage/schema.js';
 import type { UsersService } from '../users/service.js';
 import {
-  type AttemptCount,
+  admitAttempt,
   clearAttempts,
-  countAttempt,
+  type DelayRule,
   deleteSession,
   findLiveSession,
   forgiveAttempt,
   insertSession,
   pruneSessions,
+  retryAtOf,
   touchSession,
 } from './sessions-repository.js';
 
@@ -28,12 +30,20 @@ export const SESSION_IDLE_SECONDS = 30 * 60;
 /** How often a session's last use is written: at most once a minute, not on every page. */
 const TOUCH_INTERVAL_MS = 60 * 1000;
 
-/** Sign-in attempts are counted per email and per client address in windows of 15 minutes. */
-export const FAILURE_WINDOW_MS = 15 * 60 * 1000;
-/** Failed attempts for one email in a window after which its sign-ins are refused until the window ends. */
-export const MAX_FAILURES_PER_EMAIL = 5;
-/** Failed attempts from one address in a window (guessing across many emails). */
-export const MAX_FAILURES_PER_ADDRESS = 50;
+/**
+ * The sign-in throttle slows guessing without letting anyone lock a merchant out (OWASP's
+ * authentication guidance: a lockout is a denial of service anyone who knows the email can
+ * cause). Attempts are counted per client address and email together: five run free, then each
+ * waits 1 s, 2 s, 4 s … up to 15 minutes, for that address and email only, and a day without an
+ * attempt forgets them. A stranger's wrong passwords slow the stranger; the owner, from another
+ * address, signs in at once.
+ */
+export const PAIR_THROTTLE: DelayRule = { free: 5, forgetAfterMs: 24 * 3600 * 1000 };
+/**
+ * Attempts from one address whatever the email (one place guessing across many accounts):
+ * looser, since an office or a carrier's NAT shares an address, and forgotten after an hour.
+ */
+export const ADDRESS_THROTTLE: DelayRule = { free: 50, forgetAfterMs: 3600 * 1000 };
 
 /** The signed-in merchant of a session. */
 export interface SessionUser {
@@ -99,7 +109,8 @@ export class SessionsService {
     const expiresAt = now + SESSION_TTL_SECONDS * 1000;
     if (user === null) return { id, user, expiresAt };
     // Housekeeping where sessions are made, so the tables never grow without bound.
-    await pruneSessions(this.db, now, now - SESSION_IDLE_SECONDS * 1000, now - FAILURE_WINDOW_MS);
+    // Throttle counts are pruned once the longest of the throttle's memories has passed.
+    await pruneSessions(this.db, now, now - SESSION_IDLE_SECONDS * 1000, now - PAIR_THROTTLE.forgetAfterMs);
     await insertSession(this.db, {
       session_hash: sha256Hex(id),
       user_id: user.userId,
@@ -132,29 +143,32 @@ export class SessionsService {
 
   /**
    * Checks the email and password. Success replaces the session with a signed-in one. Failure
-   * says nothing about which part was wrong. Each attempt is counted, for the email and for the
-   * address, before the password is checked, in one statement each: of attempts made at the same
-   * moment, only those within the limits are checked, and the rest are refused unchecked until the
-   * window ends. A success takes its attempt back (and clears the email's count).
+   * says nothing about which part was wrong. Each attempt is counted for its address, then for
+   * its address and email, before the password is checked, in one statement each: an attempt
+   * whose key is still waiting is refused unchecked, so attempts made at the same moment get no
+   * further than the free ones. A success clears its address and email's count and takes its
+   * attempt back from the address's.
    */
   async signIn(session: Session, email: string, password: string, address: string): Promise<SignInResult> {
     const now = this.clock.now();
-    const windowStart = now - FAILURE_WINDOW_MS;
-    const emailKey = `email:${sha256Hex(normalizeEmail(email))}`;
-    const addressKey = `ip:${address}`;
-    const counts: Array<[AttemptCount, number]> = [
-      [await countAttempt(this.db, emailKey, now, windowStart), MAX_FAILURES_PER_EMAIL],
-      [await countAttempt(this.db, addressKey, now, windowStart), MAX_FAILURES_PER_ADDRESS],
-    ];
-    const over = counts.filter(([count, max]) => count.attempts > max).map(([count]) => count);
-    if (over.length > 0) {
-      const blockedUntil = Math.max(...over.map((count) => count.windowStartedAt + FAILURE_WINDOW_MS));
-      return { kind: 'throttled', retryAfterSeconds: Math.max(1, Math.ceil((blockedUntil - now) / 1000)) };
+    const network = throttledNetwork(address);
+    const addressKey = `ip:${network}`;
+    const pairKey = `pair:${sha256Hex(`${network} ${normalizeEmail(email)}`)}`;
+    // Refused before anything is counted: hammering during a wait writes nothing and lengthens nothing.
+    const pairWait = await retryAtOf(this.db, pairKey);
+    if (pairWait > now) return throttled(pairWait, now);
+    const byAddress = await admitAttempt(this.db, addressKey, now, ADDRESS_THROTTLE);
+    if (!byAddress.admitted) return throttled(byAddress.retryAt, now);
+    const byPair = await admitAttempt(this.db, pairKey, now, PAIR_THROTTLE);
+    if (!byPair.admitted) {
+      // Another attempt of this pair got in first: this one is not checked, so not counted.
+      await forgiveAttempt(this.db, addressKey);
+      return throttled(byPair.retryAt, now);
     }
 
     const user = await this.users.authenticate(email, password);
     if (!user) return { kind: 'invalid' };
-    await clearAttempts(this.db, emailKey);
+    await clearAttempts(this.db, pairKey);
     await forgiveAttempt(this.db, addressKey);
     const account = await this.accounts.require(user.account_id);
     await this.end(session);
@@ -180,11 +194,10 @@ export class SessionsService {
     if (result.kind === 'invalid') {
       return { kind: 'refused', status: 400, message: 'The email or password is not right. Check both and try again.' };
     }
-    const minutes = Math.ceil(result.retryAfterSeconds / 60);
     return {
       kind: 'refused',
       status: 429,
-      message: `Too many failed sign-ins. Try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`,
+      message: `Too many failed sign-ins from here. Try again in ${waitInWords(result.retryAfterSeconds)}.`,
       retryAfterSeconds: result.retryAfterSeconds,
     };
   }
@@ -195,4 +208,37 @@ export class SessionsService {
     const account = await this.accounts.require(user.account_id);
     return { userId: user.id, accountId: user.account_id, email: user.email, accountName: account.name };
   }
+}
+
+/** A refusal until `retryAt`, in whole seconds (at least one). */
+function throttled(retryAt: number, now: number): SignInResult {
+  return { kind: 'throttled', retryAfterSeconds: Math.max(1, Math.ceil((retryAt - now) / 1000)) };
+}
+
+/** "5 seconds", "1 minute", "15 minutes". */
+function waitInWords(seconds: number): string {
+  const [count, unit] = seconds < 60 ? [seconds, 'second'] : [Math.ceil(seconds / 60), 'minute'];
+  return `${count} ${unit}${count === 1 ? '' : 's'}`;
+}
+
+/**
+ * The network an address is throttled as: an IPv4 address itself (also written as IPv4-mapped
+ * IPv6), an IPv6 address's /64, the least a single subscriber is given, so that walking through
+ * the addresses of one's own network does not start the counts again.
+ */
+export function throttledNetwork(address: string): string {
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
+  if (mapped) return mapped[1] as string;
+  if (!isIPv6(address)) return address;
+  const [head = '', tail] = address.split('%')[0]?.split('::') ?? [];
+  const groups = (part: string | undefined) => (part ? part.split(':') : []);
+  const before = groups(head);
+  // An embedded IPv4 address (`::1.2.3.4`) takes the place of two groups.
+  const after = groups(tail).flatMap((group) => (group.includes('.') ? ['0', '0'] : [group]));
+  const zeros = tail === undefined ? [] : Array(8 - before.length - after.length).fill('0');
+  const full = [...before, ...zeros, ...after];
+  return `${full
+    .slice(0, 4)
+    .map((group) => Number.parseInt(group, 16).toString(16))
+    .join(':')}::/64`;
 }

@@ -231,7 +231,7 @@ describe('signing in', () => {
     expect((await attempt(new Browser(t.app), f.email, '')).statusCode).toBe(400);
   });
 
-  it('after 5 failures for an email, refuses it (even with the right password) for 15 minutes', async () => {
+  it('after 5 failures for an email from one address, slows it there (even the right password waits)', async () => {
     for (let i = 0; i < 5; i++) expect((await attempt(new Browser(t.app), f.email, `guess ${i}`)).statusCode).toBe(400);
     const blocked = await attempt(new Browser(t.app), f.email, f.password);
     expect(blocked.statusCode).toBe(429);
@@ -241,7 +241,8 @@ describe('signing in', () => {
     for (let i = 0; i < 5; i++) await attempt(new Browser(t.app), 'ghost@acme.example', `guess ${i}`);
     expect((await attempt(new Browser(t.app), 'ghost@acme.example', 'x')).statusCode).toBe(429);
 
-    t.clock.advance(15 * 60 * 1000);
+    // Slowed, not locked: after the wait (1 s after the fifth failure) the right password signs in.
+    t.clock.advance(1000);
     expect((await attempt(new Browser(t.app), f.email, f.password)).statusCode).toBe(303);
   });
 
