@@ -28,6 +28,7 @@ const BOTH_ENGINES = [
   'test/vip-tiers/**/*.test.ts',
   'test/points-products/**/*.test.ts',
   'test/admin/**/*.test.ts',
+  'test/client/**/*.test.ts',
 ];
 
 export default defineConfig({

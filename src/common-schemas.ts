@@ -20,6 +20,14 @@ export const Id = (description: string) => Type.Integer({ minimum: 1, maximum: N
 /** An integer, or null where the field does not apply. */
 export const NullableInteger = (description: string) => Type.Union([Type.Integer(), Type.Null()], { description });
 
+/**
+ * One of a few strings, written as a plain `enum`: a generated client gets a union of literals and
+ * a refusal reads "must be one of member, candidate, disabled" (an `anyOf` of constants would
+ * report one "must be equal to constant" per value).
+ */
+export const StringEnum = <const Values extends string[]>(values: readonly [...Values], description?: string) =>
+  Type.Enum(values, { type: 'string', ...(description === undefined ? {} : { description }) });
+
 /** An instant as the API writes it: ISO 8601 in UTC with milliseconds. */
 export const Timestamp = (description: string) => Type.String({ format: 'date-time', description });
 

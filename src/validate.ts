@@ -2,7 +2,7 @@ import { Ajv } from 'ajv';
 import addFormats from 'ajv-formats';
 import type { Static, TSchema } from 'typebox';
 import { DomainError } from './errors.js';
-import { detailsOf, type SchemaIssue } from './validation-details.js';
+import { detailsOf, refusedSchemas, type SchemaIssue } from './validation-details.js';
 
 const ajv = addFormats.default(new Ajv({ allErrors: true, strict: false, removeAdditional: false }));
 const compiled = new WeakMap<TSchema, ReturnType<Ajv['compile']>>();
@@ -14,7 +14,7 @@ const compiled = new WeakMap<TSchema, ReturnType<Ajv['compile']>>();
 export function validate<T extends TSchema>(schema: T, value: unknown, root: string): Static<T> {
   let check = compiled.get(schema);
   if (!check) {
-    check = ajv.compile(schema);
+    check = refusedSchemas(ajv.compile(schema), schema);
     compiled.set(schema, check);
   }
   if (check(value)) return value as Static<T>;

@@ -56,7 +56,8 @@ export function decimalOfNumber(value: number): Decimal {
 export function readAmount(value: unknown): Decimal | string {
   let decimal: Decimal | null;
   if (typeof value === 'number') {
-    if (value < 0) return 'must be 0 or more';
+    // -0 too: JSON writes it with a sign, and the string "-0" is refused for its sign.
+    if (value < 0 || Object.is(value, -0)) return 'must be 0 or more';
     decimal = parseDecimal(String(value));
   } else if (typeof value === 'string') {
     if (value.startsWith('-')) return 'must be 0 or more';

@@ -1,6 +1,11 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { trimBodyEmail } from '../email.js';
-import { authErrorResponses, badRequestResponse, errorRef } from '../http/schemas.js';
+import {
+  authErrorResponses,
+  badBodyResponse,
+  payloadTooLargeResponse,
+  unsupportedMediaTypeResponse,
+} from '../http/schemas.js';
 import { ActivityResponse, CreateActivityBody } from './schemas.js';
 
 const routes: FastifyPluginAsyncTypebox = async (app) => {
@@ -23,9 +28,17 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         response: {
           200: { ...ActivityResponse, description: 'The activity with this token and distinct_id, recorded earlier' },
           201: { ...ActivityResponse, description: 'The activity was recorded, with what it credited' },
-          400: badRequestResponse,
-          413: errorRef('payload_too_large: the body is larger than 64 KiB'),
-          415: errorRef('unsupported_media_type: the body is not sent as application/json'),
+          400: badBodyResponse({
+            message: 'activity.customer_id is required: send exactly one of customer_id and customer_email',
+            details: [
+              {
+                field: 'activity.customer_id',
+                message: 'is required: send exactly one of customer_id and customer_email',
+              },
+            ],
+          }),
+          413: payloadTooLargeResponse,
+          415: unsupportedMediaTypeResponse,
           ...authErrorResponses,
         },
       },

@@ -49,7 +49,29 @@ export const ActivityInput = Type.Object(
       }),
     ),
   },
-  { additionalProperties: false },
+  {
+    additionalProperties: false,
+    // Who did it, as the reference says it: exactly one of the two (both, or neither, is refused).
+    // The branches name their field (with an empty schema: the checks are the property's above) so
+    // that a generated client types the body as one form or the other; they are open, as the rest
+    // of the fields are the object's above.
+    oneOf: [
+      {
+        title: 'With customer_id',
+        type: 'object',
+        required: ['customer_id'],
+        properties: { customer_id: {} },
+        additionalProperties: true,
+      },
+      {
+        title: 'With customer_email',
+        type: 'object',
+        required: ['customer_email'],
+        properties: { customer_email: {} },
+        additionalProperties: true,
+      },
+    ],
+  },
 );
 export type ActivityInput = Static<typeof ActivityInput>;
 
@@ -85,7 +107,35 @@ export const Activity = Type.Object(
       description: 'The points it credited, one transaction per earning rule that gave points; possibly none',
     }),
   },
-  { $id: 'Activity' },
+  {
+    $id: 'Activity',
+    description: 'Something a customer did, and the points it credited',
+    examples: [
+      {
+        id: 31,
+        customer_id: 7,
+        token: 'activity_3Xk9fQ2mZp8LwR4tYv6B',
+        distinct_id: 'order-1001',
+        properties: { amount: '25.50' },
+        created_on_origin_at: null,
+        created_at: '2026-01-05T16:30:00.000Z',
+        updated_at: '2026-01-05T16:30:00.000Z',
+        points_transactions: [
+          {
+            id: 12,
+            customer_id: 7,
+            points_change: 25,
+            description: 'Place an order',
+            internal_note: null,
+            activity_id: 31,
+            points_purchase_id: null,
+            created_at: '2026-01-05T16:30:00.000Z',
+            updated_at: '2026-01-05T16:30:00.000Z',
+          },
+        ],
+      },
+    ],
+  },
 );
 export type Activity = Static<typeof Activity>;
 

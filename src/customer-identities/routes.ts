@@ -1,6 +1,12 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { trimBodyEmail } from '../email.js';
-import { authErrorResponses, badRequestResponse, errorRef } from '../http/schemas.js';
+import {
+  authErrorResponses,
+  badBodyResponse,
+  errorResponse,
+  payloadTooLargeResponse,
+  unsupportedMediaTypeResponse,
+} from '../http/schemas.js';
 import { CreateOrUpdateBody, CustomerIdentityResponse } from './schemas.js';
 
 const routes: FastifyPluginAsyncTypebox = async (app) => {
@@ -23,10 +29,18 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         response: {
           200: { ...CustomerIdentityResponse, description: 'An existing identity was updated' },
           201: { ...CustomerIdentityResponse, description: 'A new identity was created' },
-          400: badRequestResponse,
-          413: errorRef('payload_too_large: the body is larger than 64 KiB'),
-          415: errorRef('unsupported_media_type: the body is not sent as application/json'),
+          400: badBodyResponse({
+            message: 'customer_identity.email must match format "email"',
+            details: [{ field: 'customer_identity.email', message: 'must match format "email"' }],
+          }),
+          413: payloadTooLargeResponse,
+          415: unsupportedMediaTypeResponse,
           ...authErrorResponses,
+          403: errorResponse(
+            ['oauth_token_required', 'insufficient_scope', 'https_required'],
+            'oauth_token_required (an API key: this operation takes an app access token), insufficient_scope or ' +
+              'https_required',
+          ),
         },
       },
     },

@@ -67,6 +67,7 @@ export const CustomerIdentityResponse = Type.Object({
   customer_identity: {
     ...CustomerIdentity,
     $id: 'CustomerIdentity',
+    description: 'A record of an external system (a CRM, a shop), linked to one customer by email',
     examples: [
       {
         id: 42,

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { requireDecimalLimit } from '../http/pagination.js';
-import { authErrorResponses, badRequestResponse, notFoundResponse } from '../http/schemas.js';
+import { authErrorResponses, badRequestResponse, notFoundOf } from '../http/schemas.js';
 import { CustomerParams, CustomerQuery, CustomerResponse, CustomersPage, CustomersQuery } from './schemas.js';
 
 const routes: FastifyPluginAsyncTypebox = async (app) => {
@@ -35,7 +35,12 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         tags: ['Customers'],
         params: CustomerParams,
         querystring: CustomerQuery,
-        response: { 200: CustomerResponse, 400: badRequestResponse, 404: notFoundResponse, ...authErrorResponses },
+        response: {
+          200: { ...CustomerResponse, description: 'The customer' },
+          400: badRequestResponse,
+          404: notFoundOf('customer'),
+          ...authErrorResponses,
+        },
       },
     },
     async (request) => ({

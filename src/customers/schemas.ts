@@ -1,5 +1,5 @@
 import { type Static, Type } from 'typebox';
-import { Id, NO_NUL, NullableInteger } from '../common-schemas.js';
+import { Id, NO_NUL, NullableInteger, StringEnum } from '../common-schemas.js';
 import { PageMetadata, pageParams, UpdatedAtMin } from '../pagination/schemas.js';
 
 export const CUSTOMER_LIMITS = {
@@ -40,9 +40,9 @@ export interface CustomerSummary {
 }
 
 export const CUSTOMER_STATES = ['candidate', 'member', 'disabled'] as const;
-export const CustomerStateSchema = Type.Union(
-  [Type.Literal('candidate'), Type.Literal('member'), Type.Literal('disabled')],
-  { description: 'State in the loyalty program: only members earn and spend points' },
+export const CustomerStateSchema = StringEnum(
+  CUSTOMER_STATES,
+  'State in the loyalty program: only members earn and spend points',
 );
 
 /** The customer's place in the all-time VIP program. */
@@ -56,7 +56,7 @@ export const VipStatus = Type.Object(
     next_vip_tier_id: NullableInteger('The tier with the next milestone above the points earned, or null'),
     delta_to_next_vip_tier: NullableInteger('Points still to earn to reach the next tier, or null'),
   },
-  { $id: 'VipStatus' },
+  { $id: 'VipStatus', description: "A customer's place in the all-time VIP program" },
 );
 export type VipStatus = Static<typeof VipStatus>;
 
@@ -80,6 +80,7 @@ export const Customer = Type.Object(
   },
   {
     $id: 'Customer',
+    description: 'A customer of the loyalty program, with points balance and VIP status',
     examples: [
       {
         id: 7,

@@ -1,5 +1,5 @@
 import { type Static, Type } from 'typebox';
-import { byConstant } from '../common-schemas.js';
+import { byConstant, StringEnum } from '../common-schemas.js';
 import { PageMetadata, pageParams } from '../pagination/schemas.js';
 
 /** The largest value of a PostgreSQL `integer` column: bigger counts would fail to insert. */
@@ -64,9 +64,7 @@ function parts(bounded: boolean) {
         type: Type.Literal('rolling'),
         rolling: Type.Object(
           {
-            unit: Type.Union([Type.Literal('day'), Type.Literal('week'), Type.Literal('month'), Type.Literal('year')], {
-              description: 'Unit of the rolling window',
-            }),
+            unit: StringEnum(['day', 'week', 'month', 'year'], 'Unit of the rolling window'),
             unit_count: count('Length of the window, in units'),
           },
           closed,
@@ -122,15 +120,27 @@ export const EarningRule = Type.Object(
     // The `$id`s name the branches in the OpenAPI document (this schema serves responses only).
     reward_value: Type.Union(
       [
-        { ...output.VariableRewardValue, $id: 'VariableRewardValue' },
-        { ...output.FixedRewardValue, $id: 'FixedRewardValue' },
+        {
+          ...output.VariableRewardValue,
+          $id: 'VariableRewardValue',
+          description: 'Points in proportion to the amount of the activity',
+        },
+        { ...output.FixedRewardValue, $id: 'FixedRewardValue', description: 'The same points for every activity' },
       ],
       { description: 'Value of the reward: `type` and the object of that type only' },
     ),
     earning_limit: Type.Union(
       [
-        { ...output.RollingEarningLimit, $id: 'RollingEarningLimit' },
-        { ...output.LifetimeEarningLimit, $id: 'LifetimeEarningLimit' },
+        {
+          ...output.RollingEarningLimit,
+          $id: 'RollingEarningLimit',
+          description: 'At most `max` earnings in every window of `unit_count` units',
+        },
+        {
+          ...output.LifetimeEarningLimit,
+          $id: 'LifetimeEarningLimit',
+          description: 'At most `max` earnings per customer, ever',
+        },
         Type.Null(),
       ],
       { description: 'Limit on earning; null: no limit' },
@@ -138,6 +148,7 @@ export const EarningRule = Type.Object(
   },
   {
     $id: 'EarningRule',
+    description: 'How customers earn points: what they do, what it gives, and how often',
     examples: [
       {
         id: 3,

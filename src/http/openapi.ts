@@ -4,7 +4,7 @@ import type { FastifyInstance, FastifySchema, RouteOptions } from 'fastify';
 import { ALL_SCOPES, SCOPE_DESCRIPTIONS } from '../auth/scopes.js';
 import { type Config, publicBaseUrl } from '../config.js';
 import type { RouteAuth } from './auth.js';
-import { ErrorBody, errorRef } from './schemas.js';
+import { errorResponse } from './schemas.js';
 
 /** The document's version: 3.1, whose schemas are JSON Schema, so `null` is a type validators check. */
 export const OPENAPI_VERSION = '3.1.0';
@@ -65,7 +65,6 @@ const headerRef = (name: string) => ({ $ref: `#/components/headers/${name}` });
  */
 export async function registerOpenApi(app: FastifyInstance, config: Config): Promise<void> {
   const base = publicBaseUrl(config);
-  app.addSchema(ErrorBody);
   await app.register(swagger, {
     openapi: {
       openapi: OPENAPI_VERSION,
@@ -123,10 +122,12 @@ export async function registerOpenApi(app: FastifyInstance, config: Config): Pro
       ],
     },
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
-    transform: ({ schema, url, route }) => ({ schema: withSecurity(schema, route), url }),
+    transform: ({ schema, url, route }) => ({ schema: withSecurity(withDocumentedBody(schema), route), url }),
     transformObject: (document) => {
-      const openapi = 'openapiObject' in document ? document.openapiObject : {};
-      addResponseHeaders(openapi as OpenApiDocument);
+      const openapi = ('openapiObject' in document ? document.openapiObject : {}) as OpenApiDocument;
+      describeVariants(openapi);
+      addResponseHeaders(openapi);
+      addResponseExamples(openapi);
       return openapi;
     },
   });
@@ -146,12 +147,31 @@ export async function registerOpenApi(app: FastifyInstance, config: Config): Pro
         tags: ['Service'],
         response: {
           200: { description: 'The OpenAPI 3.1 document', type: 'object', additionalProperties: true },
-          403: errorRef('https_required: plain HTTP from a client that must use HTTPS'),
+          403: errorResponse(['https_required'], 'https_required: plain HTTP from a client that must use HTTPS'),
         },
       },
     },
     async () => app.swagger(),
   );
+}
+
+/** Validated body schemas, and the schema the document describes each one with instead. */
+const DOCUMENTED_BODIES = new WeakMap<object, object>();
+
+/**
+ * A body schema that validates loosely, described to clients by `documented`: the OAuth endpoints
+ * take every parameter as an optional string, so that the OAuth library answers as RFC 6749 5.2
+ * says (`unsupported_grant_type` for another grant type, `invalid_request` for a missing
+ * parameter), while the document tells a client exactly what to send.
+ */
+export function documentedAs<T extends object>(validated: T, documented: object): T {
+  DOCUMENTED_BODIES.set(validated, documented);
+  return validated;
+}
+
+function withDocumentedBody(schema: FastifySchema | undefined): FastifySchema | undefined {
+  const documented = schema?.body && typeof schema.body === 'object' ? DOCUMENTED_BODIES.get(schema.body) : undefined;
+  return documented ? { ...schema, body: documented } : schema;
 }
 
 /**
@@ -167,10 +187,112 @@ function withSecurity(schema: FastifySchema | undefined, route: RouteOptions): F
   return { ...documented, security: auth.accessTokenOnly ? [oauth] : [{ bearerAuth: [auth.scope] }, oauth] };
 }
 
-type Responses = Record<string, { headers?: Record<string, unknown> }>;
-type OpenApiDocument = {
-  paths?: Record<string, Record<string, { security?: unknown[]; responses?: Responses }>>;
+type Schema = Record<string, unknown>;
+type Media = { schema?: Schema; example?: unknown; examples?: unknown };
+type Responses = Record<string, { headers?: Record<string, unknown>; content?: Record<string, Media> }>;
+type Operation = {
+  operationId?: string;
+  security?: unknown[];
+  requestBody?: { content?: Record<string, Media> };
+  responses?: Responses;
 };
+type OpenApiDocument = {
+  paths?: Record<string, Record<string, Operation>>;
+  components?: { schemas?: Record<string, Schema> };
+};
+
+/** The public operations that are rate limited all the same (per client and address: oauth/routes.ts). */
+const RATE_LIMITED_PUBLIC_OPERATIONS = new Set(['requestToken', 'revokeToken']);
+
+/** A flat schema's `x-variants`: the union the document describes it as (see PointsProduct). */
+type Variants = {
+  by: string;
+  variants: Record<string, { name: string; fields: string[]; description: string }>;
+};
+
+/**
+ * A component with `x-variants` becomes a `oneOf` of one component per value of its `by` field,
+ * with a discriminator: each variant fixes `by` to its value, makes its own `fields` non-null and
+ * the other variants' fields null. The server keeps serialising with the flat schema (one schema
+ * for every item, no branch picked per value); the variants have the same keys, narrower types.
+ */
+function describeVariants(document: OpenApiDocument): void {
+  const schemas = document.components?.schemas ?? {};
+  for (const [name, flat] of Object.entries(schemas)) {
+    const spec = flat['x-variants'] as Variants | undefined;
+    if (!spec) continue;
+    const { 'x-variants': _, examples, description, ...shape } = flat;
+    const properties = shape.properties as Record<string, Schema>;
+    const mapping: Record<string, string> = {};
+    for (const [value, variant] of Object.entries(spec.variants)) {
+      const others = Object.values(spec.variants).flatMap((v) => (v === variant ? [] : v.fields));
+      const narrowed = Object.fromEntries(
+        Object.entries(properties).map(([field, property]) => {
+          if (field === spec.by) return [field, { ...property, enum: [value] }];
+          if (variant.fields.includes(field)) return [field, withoutNull(property)];
+          if (others.includes(field)) return [field, { type: 'null', description: property.description }];
+          return [field, property];
+        }),
+      );
+      const example = (examples as Schema[] | undefined)?.find((e) => e[spec.by] === value);
+      schemas[variant.name] = {
+        ...shape,
+        description: variant.description,
+        properties: narrowed,
+        ...(example ? { examples: [example] } : {}),
+      };
+      mapping[value] = `#/components/schemas/${variant.name}`;
+    }
+    schemas[name] = {
+      description,
+      oneOf: Object.values(mapping).map(($ref) => ({ $ref })),
+      discriminator: { propertyName: spec.by, mapping },
+      ...(examples ? { examples } : {}),
+    };
+  }
+}
+
+/** A `T | null` property (an `anyOf` with a null branch) as its non-null branch. */
+function withoutNull(property: Schema): Schema {
+  const branches = property.anyOf as Schema[] | undefined;
+  const kept = branches?.filter((branch) => branch.type !== 'null');
+  if (kept?.length !== 1) return property;
+  const { anyOf: _, ...rest } = property;
+  return { ...rest, ...kept[0] };
+}
+
+/**
+ * An example for every successful JSON answer that has none, put together from the examples of
+ * the components it is made of, so that each example lives in one place (its component).
+ */
+function addResponseExamples(document: OpenApiDocument): void {
+  const schemas = document.components?.schemas ?? {};
+  const exampleOf = (schema: Schema | undefined, depth = 0): unknown => {
+    if (!schema || depth > 8) return undefined;
+    if (Array.isArray(schema.examples) && schema.examples.length > 0) return schema.examples[0];
+    if (typeof schema.$ref === 'string') return exampleOf(schemas[schema.$ref.split('/').pop() ?? ''], depth + 1);
+    if (schema.type === 'array') {
+      const item = exampleOf(schema.items as Schema, depth + 1);
+      return item === undefined ? undefined : [item];
+    }
+    if (schema.type !== 'object' || !schema.properties) return undefined;
+    const entries = Object.entries(schema.properties as Record<string, Schema>).map(([name, property]) => [
+      name,
+      exampleOf(property, depth + 1),
+    ]);
+    return entries.every(([, value]) => value !== undefined) ? Object.fromEntries(entries) : undefined;
+  };
+  for (const operations of Object.values(document.paths ?? {})) {
+    for (const operation of Object.values(operations)) {
+      for (const [status, response] of Object.entries(operation.responses ?? {})) {
+        const media = response.content?.['application/json'];
+        if (!status.startsWith('2') || !media || media.example !== undefined || media.examples !== undefined) continue;
+        const example = exampleOf(media.schema);
+        if (example !== undefined) media.example = example;
+      }
+    }
+  }
+}
 
 /**
  * The headers the hooks add, which no route schema names: X-Request-Id on every answer,
@@ -181,10 +303,11 @@ function addResponseHeaders(document: OpenApiDocument): void {
   for (const operations of Object.values(document.paths ?? {})) {
     for (const operation of Object.values(operations)) {
       const authenticated = (operation.security?.length ?? 0) > 0;
+      const limited = authenticated || RATE_LIMITED_PUBLIC_OPERATIONS.has(operation.operationId ?? '');
       for (const [status, response] of Object.entries(operation.responses ?? {})) {
         const names = ['X-Request-Id'];
         // 401 and 403 are answered before the credential's rate limit is counted.
-        if (authenticated && status !== '401' && status !== '403') {
+        if (limited && status !== '401' && status !== '403') {
           names.push('RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset');
         }
         if (status === '429' || status === '503') names.push('Retry-After');

@@ -1,6 +1,7 @@
 import { Ajv, type Options } from 'ajv';
 import addFormats from 'ajv-formats';
 import type { FastifyInstance } from 'fastify';
+import { refusedSchemas } from '../validation-details.js';
 
 const common: Options = {
   allErrors: true,
@@ -17,5 +18,7 @@ const common: Options = {
 export function registerValidators(app: FastifyInstance): void {
   const coercing = addFormats.default(new Ajv({ ...common, coerceTypes: true }));
   const exact = addFormats.default(new Ajv({ ...common, coerceTypes: false }));
-  app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? exact : coercing).compile(schema));
+  app.setValidatorCompiler(({ schema, httpPart }) =>
+    refusedSchemas((httpPart === 'body' ? exact : coercing).compile(schema), schema),
+  );
 }

@@ -4,10 +4,12 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyContextConfig, FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { ALL_SCOPES } from '../auth/scopes.js';
+import { StringEnum } from '../common-schemas.js';
 import type { Config } from '../config.js';
 import { toContractError } from '../error-mapping.js';
 import { DomainError } from '../errors.js';
 import { logFailure } from '../http/errors.js';
+import { documentedAs } from '../http/openapi.js';
 import { type SessionCookie, setSessionCookie } from '../http/session-cookie.js';
 import { consentPage, errorPage, signInPage } from './pages.js';
 import { type AuthorizeParams, pickAuthorizeParams } from './params.js';
@@ -49,7 +51,7 @@ const SignInBody = Type.Object({
 const ConsentBody = Type.Object({ ...authorizeParams, ...csrf, decision: Param() });
 const SignOutBody = Type.Object({ ...authorizeParams, ...csrf });
 
-const TokenBody = Type.Object({
+const tokenParams = {
   grant_type: Param('`authorization_code` or `refresh_token`'),
   code: Param('The authorization code (grant_type=authorization_code)'),
   redirect_uri: Param('The redirect_uri of the authorization request'),
@@ -58,7 +60,36 @@ const TokenBody = Type.Object({
   scope: Param('On refresh: a subset of the original scopes'),
   client_id: Param('Public apps, or confidential apps not using HTTP Basic'),
   client_secret: Param('Confidential apps not using HTTP Basic'),
-});
+};
+const Required = (description: string) => Type.String({ minLength: 1, maxLength: 2048, description });
+const clientCredentials = { client_id: tokenParams.client_id, client_secret: tokenParams.client_secret };
+/**
+ * What a client sends, for the document: one shape per grant type. The route validates every
+ * parameter as an optional string only, so that the OAuth library answers as RFC 6749 5.2 says
+ * (`unsupported_grant_type` for another grant type, `invalid_request` for a missing parameter).
+ */
+const TokenRequest = Type.Union([
+  Type.Object(
+    {
+      grant_type: Type.Literal('authorization_code'),
+      code: Required('The authorization code from the redirect'),
+      redirect_uri: tokenParams.redirect_uri,
+      code_verifier: tokenParams.code_verifier,
+      ...clientCredentials,
+    },
+    { title: 'Authorization code', description: 'Exchange an authorization code (RFC 6749 4.1.3)' },
+  ),
+  Type.Object(
+    {
+      grant_type: Type.Literal('refresh_token'),
+      refresh_token: Required('The refresh token (`ort_…`); single use'),
+      scope: tokenParams.scope,
+      ...clientCredentials,
+    },
+    { title: 'Refresh token', description: 'Refresh an access token (RFC 6749 6)' },
+  ),
+]);
+const TokenBody = documentedAs(Type.Object(tokenParams), TokenRequest);
 const TokenResponse = Type.Object({
   access_token: Type.String({ description: '`oa2_…`: the bearer credential for /v1' }),
   token_type: Type.Literal('Bearer'),
@@ -66,10 +97,54 @@ const TokenResponse = Type.Object({
   refresh_token: Type.String({ description: '`ort_…`, valid 30 days, single use' }),
   scope: Type.String({ description: 'The granted scopes, space-separated' }),
 });
-const OAuthErrorBody = Type.Object({
-  error: Type.String({ description: 'RFC 6749 5.2 code: invalid_request, invalid_client, invalid_grant, …' }),
-  error_description: Type.String(),
+/** RFC 6749 5.2's codes, and the two this server adds for a 5xx and a 429 (RFC 6749 4.1.2.1's names). */
+const OAUTH_ERROR_CODES = [
+  'invalid_request',
+  'invalid_client',
+  'invalid_grant',
+  'unauthorized_client',
+  'unsupported_grant_type',
+  'invalid_scope',
+  'rate_limited',
+  'server_error',
+  'temporarily_unavailable',
+] as const;
+/** The body of an error of the token or revocation endpoint (RFC 6749 5.2), with one of `codes`. */
+const oauthError = (
+  codes: readonly (typeof OAUTH_ERROR_CODES)[number][],
+  description: string,
+  example: { error: string; error_description: string },
+) => ({
+  ...Type.Object({
+    error: StringEnum([...codes], 'RFC 6749 5.2 error code'),
+    error_description: Type.String({ description: 'What went wrong, for the developer' }),
+  }),
+  description,
+  examples: [example],
 });
+const oauthErrorResponses = {
+  400: oauthError(
+    ['invalid_request', 'invalid_grant', 'unsupported_grant_type', 'invalid_scope', 'unauthorized_client'],
+    'invalid_request, invalid_grant, unsupported_grant_type, invalid_scope or unauthorized_client',
+    { error: 'invalid_grant', error_description: 'Invalid grant: authorization code is invalid' },
+  ),
+  401: oauthError(['invalid_client'], 'invalid_client: the client could not be authenticated', {
+    error: 'invalid_client',
+    error_description: 'Invalid client: client is invalid',
+  }),
+  429: oauthError(['rate_limited'], 'rate_limited: too many requests from this client and address (see Retry-After)', {
+    error: 'rate_limited',
+    error_description: 'rate limit of 10 requests per second exceeded; retry after 1 second',
+  }),
+  500: oauthError(['server_error'], 'server_error', {
+    error: 'server_error',
+    error_description: 'The server could not complete the request; try again shortly.',
+  }),
+  503: oauthError(['temporarily_unavailable'], 'temporarily_unavailable: overloaded or the database is unreachable', {
+    error: 'temporarily_unavailable',
+    error_description: 'The server could not complete the request; try again shortly.',
+  }),
+};
 const AuthorizationServerMetadata = Type.Object(
   {
     issuer: Type.String({ format: 'uri' }),
@@ -89,12 +164,19 @@ const AuthorizationServerMetadata = Type.Object(
   { $id: 'AuthorizationServerMetadata', description: 'RFC 8414 authorization server metadata' },
 );
 const CLIENT_AUTH_METHODS = ['client_secret_basic', 'client_secret_post', 'none'];
-const RevokeBody = Type.Object({
+const revokeParams = {
   token: Param('An access token or a refresh token of this app'),
   token_type_hint: Param('Ignored: the token prefix says which it is'),
-  client_id: Param(),
-  client_secret: Param(),
+  client_id: Param('Public apps, or confidential apps not using HTTP Basic'),
+  client_secret: Param('Confidential apps not using HTTP Basic'),
+};
+/** For the document (as TokenRequest): `token` is required (RFC 7009 2.1). */
+const RevokeRequest = Type.Object({
+  ...revokeParams,
+  token: Required('An access token or a refresh token of this app'),
+  token_type_hint: Type.Optional(StringEnum(['access_token', 'refresh_token'], 'Ignored: the prefix says which')),
 });
+const RevokeBody = documentedAs(Type.Object(revokeParams), RevokeRequest);
 
 /**
  * The OAuth 2.0 authorization server: the merchant's pages (sign in, consent) and the app's
@@ -175,7 +257,14 @@ const oauthRoutes: FastifyPluginAsyncTypebox<{ config: Config }> = async (app, {
           'Where the authorization, token and revocation endpoints are and what they support, for clients that ' +
           'discover them. The issuer is PUBLIC_URL when set, else the address the request came to.',
         security: [],
-        response: { 200: AuthorizationServerMetadata, 403: OAuthErrorBody, 500: OAuthErrorBody },
+        response: {
+          200: { ...AuthorizationServerMetadata, description: 'The metadata' },
+          403: oauthError(['invalid_request'], 'https_required: plain HTTP from a client that must use HTTPS', {
+            error: 'invalid_request',
+            error_description: 'this API is served over HTTPS only',
+          }),
+          500: oauthErrorResponses[500],
+        },
       },
     },
     async (request) => {
@@ -328,13 +417,7 @@ const oauthRoutes: FastifyPluginAsyncTypebox<{ config: Config }> = async (app, {
           'Basic or client_id + client_secret in the body; public apps send client_id and use PKCE.',
         consumes: ['application/x-www-form-urlencoded'],
         body: TokenBody,
-        response: {
-          200: TokenResponse,
-          400: OAuthErrorBody,
-          401: OAuthErrorBody,
-          429: OAuthErrorBody,
-          500: OAuthErrorBody,
-        },
+        response: { 200: { ...TokenResponse, description: 'The tokens' }, ...oauthErrorResponses },
       },
     },
     async (request, reply) => {
@@ -357,10 +440,7 @@ const oauthRoutes: FastifyPluginAsyncTypebox<{ config: Config }> = async (app, {
         body: RevokeBody,
         response: {
           200: Type.Null({ description: 'Revoked (or nothing to revoke)' }),
-          400: OAuthErrorBody,
-          401: OAuthErrorBody,
-          429: OAuthErrorBody,
-          500: OAuthErrorBody,
+          ...oauthErrorResponses,
         },
       },
     },

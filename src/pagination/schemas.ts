@@ -8,7 +8,7 @@ export const PageMetadata = Type.Object(
     next_cursor: Type.String({ description: 'Cursor of the next (older) page; "" when there is none' }),
     previous_cursor: Type.String({ description: 'Cursor of the previous (newer) page; "" when there is none' }),
   },
-  { $id: 'PageMetadata' },
+  { $id: 'PageMetadata', description: 'The cursors of the pages around this one' },
 );
 
 /** `limit` and `cursor`, the same on every list. */

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { fromFlatBodyValidation } from '../error-mapping.js';
 import { requireDecimalLimit } from '../http/pagination.js';
-import { authErrorResponses, badRequestResponse, errorRef, notFoundResponse } from '../http/schemas.js';
+import { authErrorResponses, badBodyResponse, badRequestResponse, errorResponse, notFoundOf } from '../http/schemas.js';
 import { writeErrorResponses } from '../points-transactions/routes.js';
 import { IdempotencyHeaders } from '../points-transactions/schemas.js';
 import {
@@ -44,9 +44,9 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         tags: ['Points products'],
         params: PointsProductParams,
         response: {
-          200: PointsProductResponse,
+          200: { ...PointsProductResponse, description: 'The points product' },
           400: badRequestResponse,
-          404: notFoundResponse,
+          404: notFoundOf('points product'),
           ...authErrorResponses,
         },
       },
@@ -75,10 +75,17 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         headers: IdempotencyHeaders,
         body: PurchaseBody,
         response: {
-          201: PointsPurchaseResponse,
+          201: { ...PointsPurchaseResponse, description: 'The purchase, with the reward fulfillment it issued' },
           ...writeErrorResponses,
-          404: notFoundResponse,
-          422: errorRef('insufficient_points or customer_not_member; nothing was written'),
+          400: badBodyResponse({
+            message: 'points_to_spend must be a multiple of 100 from 100 to 5000',
+            details: [{ field: 'points_to_spend', message: 'must be a multiple of 100 from 100 to 5000' }],
+          }),
+          404: notFoundOf('points product'),
+          422: errorResponse(
+            ['insufficient_points', 'customer_not_member'],
+            'insufficient_points or customer_not_member; nothing was written',
+          ),
           ...authErrorResponses,
         },
       },

@@ -1,5 +1,5 @@
 import { type Static, Type } from 'typebox';
-import { byConstant, HttpUrl, Id, NO_NUL, NullableInteger, Text } from '../common-schemas.js';
+import { byConstant, HttpUrl, Id, NO_NUL, NullableInteger, StringEnum, Text } from '../common-schemas.js';
 import { MAX_POINTS_PER_CREDIT } from '../earning-rules/schemas.js';
 import { PageMetadata, pageParams } from '../pagination/schemas.js';
 import { RewardFulfillment } from '../reward-fulfillments/schemas.js';
@@ -14,17 +14,36 @@ export const Reward = Type.Object(
     created_at: Type.String({ format: 'date-time' }),
     updated_at: Type.String({ format: 'date-time' }),
   },
-  { $id: 'Reward' },
+  {
+    $id: 'Reward',
+    description: 'What a points purchase issues',
+    examples: [
+      {
+        id: 4,
+        name: '$5 off coupon',
+        description: '$5 off your next order',
+        image_url: 'https://cdn.example.com/rewards/5-off.png',
+        created_at: '2026-01-02T10:00:00.000Z',
+        updated_at: '2026-01-02T10:00:00.000Z',
+      },
+    ],
+  },
 );
 export type Reward = Static<typeof Reward>;
 
-/** A reward for sale for points (the reference's PointsProduct). */
+/**
+ * A reward for sale for points (the reference's PointsProduct), flat: the serialiser writes every
+ * product with this one schema, without picking a union branch per item. The document describes
+ * it as the union of its two exchange types instead (`x-variants`, rewritten in http/openapi.ts),
+ * so that a generated client narrows on `exchange_type`: the same keys, only the types differ.
+ */
 export const PointsProduct = Type.Object(
   {
     id: Type.Integer({ description: 'Identifier of the points product' }),
-    exchange_type: Type.Union([Type.Literal('fixed'), Type.Literal('variable')], {
-      description: '`fixed`: one price; `variable`: the customer chooses how many points to spend, in steps',
-    }),
+    exchange_type: StringEnum(
+      ['fixed', 'variable'],
+      '`fixed`: one price; `variable`: the customer chooses how many points to spend, in steps',
+    ),
     exchange_description: Type.String({
       description: "How points are exchanged for the reward, in the account's points labels",
     }),
@@ -39,6 +58,27 @@ export const PointsProduct = Type.Object(
   },
   {
     $id: 'PointsProduct',
+    description: 'A reward for sale for points, at one price (`fixed`) or in steps (`variable`)',
+    'x-variants': {
+      by: 'exchange_type',
+      variants: {
+        fixed: {
+          name: 'FixedPointsProduct',
+          fields: ['points_price'],
+          description: 'A points product at one price: `points_price` is set, the `variable_*` fields are null',
+        },
+        variable: {
+          name: 'VariablePointsProduct',
+          fields: [
+            'variable_points_step',
+            'variable_points_step_reward_value',
+            'variable_points_min',
+            'variable_points_max',
+          ],
+          description: 'A points product bought in steps: the `variable_*` fields are set, `points_price` is null',
+        },
+      },
+    },
     examples: [
       {
         id: 4,
@@ -73,7 +113,7 @@ export const PointsProductsPage = Type.Object(
 );
 export type PointsProductsPage = Static<typeof PointsProductsPage>;
 
-export const ExchangeType = Type.Union([Type.Literal('fixed'), Type.Literal('variable')]);
+export const ExchangeType = StringEnum(['fixed', 'variable']);
 
 export const PointsProductsQuery = Type.Object({
   ...pageParams('points products'),
@@ -169,7 +209,10 @@ export const PointsPurchase = Type.Object(
     created_at: Type.String({ format: 'date-time' }),
     updated_at: Type.String({ format: 'date-time' }),
   },
-  { $id: 'PointsPurchase' },
+  {
+    $id: 'PointsPurchase',
+    description: "A customer's purchase of a points product, with the reward it issued",
+  },
 );
 export type PointsPurchase = Static<typeof PointsPurchase>;
 

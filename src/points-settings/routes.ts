@@ -12,7 +12,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         summary: 'Retrieve the points settings of the account',
         description: 'What the account calls its points; `Point` / `Points` until the merchant names them.',
         tags: ['Points settings'],
-        response: { 200: PointsSettingsResponse, ...authErrorResponses },
+        response: { 200: { ...PointsSettingsResponse, description: 'The points settings' }, ...authErrorResponses },
       },
     },
     async (request) => ({ points_settings: await app.services.pointsSettings.get(request.credential!.accountId) }),

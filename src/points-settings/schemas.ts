@@ -12,7 +12,12 @@ export const PointsSettings = Type.Object(
       { additionalProperties: false, description: "The branding of the account's points currency" },
     ),
   },
-  { $id: 'PointsSettings', additionalProperties: false, examples: [{ points_label: { one: 'Coin', other: 'Coins' } }] },
+  {
+    $id: 'PointsSettings',
+    description: 'What the account calls its points',
+    additionalProperties: false,
+    examples: [{ points_label: { one: 'Coin', other: 'Coins' } }],
+  },
 );
 export type PointsSettings = Static<typeof PointsSettings>;
 

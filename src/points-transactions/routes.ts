@@ -1,6 +1,14 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { requireDecimalLimit } from '../http/pagination.js';
-import { authErrorResponses, badRequestResponse, errorRef, notFoundResponse } from '../http/schemas.js';
+import {
+  authErrorResponses,
+  badBodyResponse,
+  badRequestResponse,
+  errorResponse,
+  notFoundOf,
+  payloadTooLargeResponse,
+  unsupportedMediaTypeResponse,
+} from '../http/schemas.js';
 import {
   CreatePointsTransactionBody,
   IdempotencyHeaders,
@@ -12,11 +20,20 @@ import {
 
 /** The error answers of a write with a JSON body and an `Idempotency-Key`. */
 export const writeErrorResponses = {
-  400: badRequestResponse,
-  409: errorRef('idempotency_key_reused: the Idempotency-Key was used with another request in the last 24 hours'),
-  413: errorRef('payload_too_large: the body is larger than 64 KiB'),
-  415: errorRef('unsupported_media_type: the body is not sent as application/json'),
-  422: errorRef('insufficient_points: the change would take the balance below 0; nothing was written'),
+  400: badBodyResponse({
+    message: 'points_transaction.points_change must not be 0',
+    details: [{ field: 'points_transaction.points_change', message: 'must not be 0' }],
+  }),
+  409: errorResponse(
+    ['idempotency_key_reused'],
+    'idempotency_key_reused: the Idempotency-Key was used with another request in the last 24 hours',
+  ),
+  413: payloadTooLargeResponse,
+  415: unsupportedMediaTypeResponse,
+  422: errorResponse(
+    ['insufficient_points'],
+    'insufficient_points: the change would take the balance below 0; nothing was written',
+  ),
 };
 
 const routes: FastifyPluginAsyncTypebox = async (app) => {
@@ -35,7 +52,11 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         tags: ['Points transactions'],
         headers: IdempotencyHeaders,
         body: CreatePointsTransactionBody,
-        response: { 201: PointsTransactionResponse, ...writeErrorResponses, ...authErrorResponses },
+        response: {
+          201: { ...PointsTransactionResponse, description: 'The transaction was written' },
+          ...writeErrorResponses,
+          ...authErrorResponses,
+        },
       },
     },
     async (request, reply) => {
@@ -80,9 +101,9 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         tags: ['Points transactions'],
         params: PointsTransactionParams,
         response: {
-          200: PointsTransactionResponse,
+          200: { ...PointsTransactionResponse, description: 'The points transaction' },
           400: badRequestResponse,
-          404: notFoundResponse,
+          404: notFoundOf('points transaction'),
           ...authErrorResponses,
         },
       },

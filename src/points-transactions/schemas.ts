@@ -25,6 +25,7 @@ export const PointsTransaction = Type.Object(
   },
   {
     $id: 'PointsTransaction',
+    description: "A change to a customer's points balance: the ledger never changes a transaction",
     examples: [
       {
         id: 12,

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { authErrorResponses, notFoundResponse } from '../http/schemas.js';
+import { authErrorResponses, errorResponse } from '../http/schemas.js';
 import { ReferralSettingsResponse } from './schemas.js';
 
 const routes: FastifyPluginAsyncTypebox = async (app) => {
@@ -16,7 +16,9 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         tags: ['Referral settings'],
         response: {
           200: { ...ReferralSettingsResponse, description: 'The referral program settings' },
-          404: { ...notFoundResponse, description: 'not_found: the account has no referral program' },
+          404: errorResponse(['not_found'], 'not_found: the account has no referral program', {
+            message: 'this account has not set up a referral program',
+          }),
           ...authErrorResponses,
         },
       },

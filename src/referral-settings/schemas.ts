@@ -1,4 +1,5 @@
 import { type Static, Type } from 'typebox';
+import { StringEnum } from '../common-schemas.js';
 
 export const Image = Type.Object(
   {
@@ -23,9 +24,7 @@ export const RewardSummary = Type.Object(
 
 export const ReferralSettings = Type.Object(
   {
-    status: Type.Union([Type.Literal('active'), Type.Literal('inactive')], {
-      description: 'Status of the referral program',
-    }),
+    status: StringEnum(['active', 'inactive'], 'Status of the referral program'),
     sender_reward: { ...RewardSummary, description: 'Reward for a customer who refers someone who joins' },
     receiver_reward: { ...RewardSummary, description: 'Reward for the referred individual who joins' },
   },
@@ -42,6 +41,7 @@ export const ReferralSettingsResponse = Type.Object({
   referral_settings: {
     ...ReferralSettings,
     $id: 'ReferralSettings',
+    description: 'The referral program of the account: its status and the rewards of both customers',
     examples: [
       {
         status: 'active',

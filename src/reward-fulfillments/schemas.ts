@@ -1,14 +1,12 @@
 import { type Static, Type } from 'typebox';
-import { Id } from '../common-schemas.js';
+import { Id, StringEnum } from '../common-schemas.js';
 import { PageMetadata, pageParams, UpdatedAtMin } from '../pagination/schemas.js';
 
-export const FulfillmentStatus = Type.Union(
-  [Type.Literal('pending'), Type.Literal('issued'), Type.Literal('cancelled'), Type.Literal('failed')],
-  { description: 'Whether the reward is available to the customer' },
+export const FulfillmentStatus = StringEnum(
+  ['pending', 'issued', 'cancelled', 'failed'],
+  'Whether the reward is available to the customer',
 );
-export const UsageStatus = Type.Union([Type.Literal('used'), Type.Literal('unused'), Type.Literal('untracked')], {
-  description: 'Whether the customer has used the reward',
-});
+export const UsageStatus = StringEnum(['used', 'unused', 'untracked'], 'Whether the customer has used the reward');
 
 /** A reward issued to a customer, with its code (the reference's RewardFulfillment). */
 export const RewardFulfillment = Type.Object(
@@ -32,7 +30,29 @@ export const RewardFulfillment = Type.Object(
     created_at: Type.String({ format: 'date-time' }),
     updated_at: Type.String({ format: 'date-time' }),
   },
-  { $id: 'RewardFulfillment' },
+  {
+    $id: 'RewardFulfillment',
+    description: 'A reward issued to a customer (by a points purchase), with the code they apply',
+    examples: [
+      {
+        id: 9,
+        name: '$5 off coupon',
+        code: 'K7MP2XQ9RT4WBN3H',
+        customer_id: 7,
+        fulfillment_status: 'issued',
+        image_url: 'https://cdn.example.com/rewards/5-off.png',
+        action_text: null,
+        action_url: null,
+        usage_instructions: null,
+        terms_and_conditions: null,
+        expires_at: null,
+        usage_status: 'untracked',
+        used_at: null,
+        created_at: '2026-01-06T09:15:00.000Z',
+        updated_at: '2026-01-06T09:15:00.000Z',
+      },
+    ],
+  },
 );
 export type RewardFulfillment = Static<typeof RewardFulfillment>;
 

@@ -1,5 +1,6 @@
 import { type Static, Type } from 'typebox';
 import { HttpUrl, Text } from '../common-schemas.js';
+import { Reward } from '../points-products/schemas.js';
 
 /** The most points a milestone may ask for (points earned are kept below 2^53). */
 export const MAX_MILESTONE = 1_000_000_000_000_000;
@@ -17,13 +18,14 @@ export const VipTier = Type.Object(
     image_url: Type.String({ description: 'Image of the tier; "" when it has none' }),
     milestone: Type.Integer({ description: 'Points earned (all time) from which a customer is in the tier' }),
     perks: Type.Array(Perk, { description: 'Ongoing benefits of the tier' }),
-    entry_rewards: Type.Array(Type.Object({}), {
+    entry_rewards: Type.Array(Reward, {
       maxItems: 0,
       description: 'Rewards issued on entering the tier: always empty (not supported yet)',
     }),
   },
   {
     $id: 'VipTier',
+    description: 'A tier of the all-time VIP program, reached by points earned',
     examples: [
       {
         id: 2,

@@ -127,8 +127,9 @@ describe('GET /v1/earning_rules', () => {
       expectError(await get(a, `${cursorQuery(withCursor.metadata.next_cursor)}&limit=0`), 'invalid_parameter');
     });
 
-    it('ignores unknown query parameters', async () => {
-      expect(ids(await page(a, '?limit=2&foo=bar'))).toEqual(enabled.slice(0, 2));
+    it('refuses unknown query parameters, naming them (issue 27: they were ignored)', async () => {
+      const error = expectError(await get(a, '?limit=2&foo=bar'), 'invalid_parameter');
+      expect(error.details).toEqual([{ field: 'foo', message: expect.any(String) }]);
     });
   });
 

@@ -124,7 +124,7 @@ describe('the OpenAPI document, used by a response validator', () => {
   it('names the resources, the servers and the OAuth2 flow from the public URL', () => {
     expect(doc.servers).toEqual([expect.objectContaining({ url: 'https://loyalty.example.com' })]);
     expect(Object.keys(doc.components.schemas)).toEqual(
-      expect.arrayContaining(['Error', 'ReferralSettings', 'CustomerIdentity', 'EarningRule']),
+      expect.arrayContaining(['ReferralSettings', 'CustomerIdentity', 'EarningRule', 'PointsProduct']),
     );
     expect(doc.components.securitySchemes.oauth2.flows.authorizationCode).toEqual({
       authorizationUrl: 'https://loyalty.example.com/oauth2/authorize',
