@@ -14,6 +14,7 @@ import earningRuleRoutes from './earning-rules/routes.js';
 import { DomainError } from './errors.js';
 import { registerAuth } from './http/auth.js';
 import { answerClientError, answerFrameworkError, registerErrorHandling, requireHost } from './http/errors.js';
+import { homeRoutes } from './http/home.js';
 import { parseJsonBody } from './http/json-body.js';
 import { REDACTED_LOG_PATHS, serializeRequest } from './http/log-redaction.js';
 import { answersUnderLoad, registerMetrics } from './http/metrics.js';
@@ -21,6 +22,7 @@ import { registerOpenApi } from './http/openapi.js';
 import { requestId } from './http/request-id.js';
 import { errorRef } from './http/schemas.js';
 import { registerSendBatching } from './http/send-batching.js';
+import { registerStrictInput } from './http/strict-input.js';
 import { registerTransportRules } from './http/transport.js';
 import { registerValidators } from './http/validation.js';
 import oauthRoutes from './oauth/routes.js';
@@ -106,6 +108,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   (app.server as { httpAllowHalfOpen?: boolean }).httpAllowHalfOpen = true;
   const metrics = registerMetrics(app, config, db.sqlite?.stats);
   registerValidators(app);
+  registerStrictInput(app);
   registerErrorHandling(app, { onDatabaseError: metrics.databaseError });
   app.addHook('onRequest', requireHost);
   registerTransportRules(app, config);
@@ -187,6 +190,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   await app.register(rewardFulfillmentRoutes);
   await app.register(oauthRoutes, { config });
   await app.register(adminRoutes, { prefix: '/admin' });
+  await app.register(homeRoutes);
 
   // The overload check and authentication come last among the plugins, yet their onRequest hooks
   // run for every route, in this order (after the HTTPS and shutdown rules): overload is refused

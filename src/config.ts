@@ -177,6 +177,30 @@ export function publicBaseUrl(config: Pick<Config, 'publicUrl' | 'host' | 'port'
   return `${config.tls ? 'https' : 'http'}://${host}:${config.port}`;
 }
 
+/**
+ * Where a client on this machine reaches a server of this config listening on `port`: PUBLIC_URL
+ * if set, else HOST and the port. A listen-on-every-address HOST is not one a client can connect
+ * to, so 0.0.0.0 becomes 127.0.0.1 and :: becomes localhost (either family answers on ::).
+ */
+export function localBaseUrl(config: Pick<Config, 'publicUrl' | 'host' | 'port' | 'tls'>, port = config.port): string {
+  if (config.publicUrl !== null) return config.publicUrl;
+  const host =
+    config.host === '0.0.0.0'
+      ? '127.0.0.1'
+      : isIP(config.host) === 6 && isUnspecifiedV6(config.host)
+        ? 'localhost'
+        : config.host;
+  return publicBaseUrl({ publicUrl: null, host, port, tls: config.tls });
+}
+
+function isUnspecifiedV6(host: string): boolean {
+  try {
+    return new URL(`http://[${host}]`).hostname === '[::]';
+  } catch {
+    return false;
+  }
+}
+
 function parsePublicUrl(raw: string | undefined, problems: string[]): string | null {
   if (raw === undefined) return null;
   let url: URL;

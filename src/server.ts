@@ -1,9 +1,10 @@
 import cluster, { type Worker } from 'node:cluster';
 import { readFileSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { buildApp } from './app.js';
-import { type Config, ConfigError, loadConfig, redactUrl } from './config.js';
+import { type Config, ConfigError, loadConfig, localBaseUrl, redactUrl } from './config.js';
 import {
   answerClusterScrapes,
   clusterMetricsCollector,
@@ -144,7 +145,12 @@ async function runServer(config: Config, options: { migrate: boolean }): Promise
       metricsServer = await listenForMetrics(config, () => app.metricsRegistry.metrics(), https, app.log);
     }
   }
-  app.log.info({ database: db.location, worker: cluster.worker?.id ?? null }, 'loyalty API ready');
+  // The port actually bound (PORT=0 picks one), and the pages a newcomer opens first.
+  const base = localBaseUrl(config, (app.server.address() as AddressInfo).port);
+  app.log.info(
+    { database: db.location, worker: cluster.worker?.id ?? null, console: `${base}/admin`, docs: `${base}/docs` },
+    `loyalty API ready: the console at ${base}/admin, the API reference at ${base}/docs`,
+  );
 }
 
 /** The METRICS_PORT listener; exits 1 with a reason if it cannot listen. */

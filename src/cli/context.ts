@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { systemClock } from '../clock.js';
-import { type Config, ConfigError, loadConfig } from '../config.js';
+import { type Config, ConfigError, loadConfig, localBaseUrl } from '../config.js';
 import { toContractError } from '../error-mapping.js';
 import { DomainError } from '../errors.js';
 import { createServices, type Services } from '../services.js';
@@ -101,6 +101,53 @@ export function parseId(value: string, name = 'id'): number {
     ]);
   }
   return Number(value);
+}
+
+/** The server's address as printed for a newcomer to paste, and what it was taken from. */
+export interface ServerAddress {
+  /** Without a trailing slash, such as `http://127.0.0.1:3000`. */
+  url: string;
+  source: '--base-url' | 'PUBLIC_URL' | 'HOST and PORT';
+}
+
+/**
+ * Where the server started with this environment answers: `--base-url` if given, else
+ * PUBLIC_URL, else HOST and PORT. Null with PORT=0, whose port only the running server knows.
+ */
+export function serverAddress(config: Config, baseUrl?: string): ServerAddress | null {
+  if (baseUrl !== undefined) return { url: parseBaseUrl(baseUrl), source: '--base-url' };
+  if (config.publicUrl !== null) return { url: config.publicUrl, source: 'PUBLIC_URL' };
+  if (config.port === 0) return null;
+  return { url: localBaseUrl(config), source: 'HOST and PORT' };
+}
+
+/**
+ * A `--base-url`: an absolute http(s) URL. The demo prints its API address with `/v1`, so that
+ * suffix given back is dropped rather than doubled into paths that all answer 404.
+ */
+function parseBaseUrl(raw: string): string {
+  const refused = () =>
+    new DomainError(
+      'invalid_parameter',
+      `base_url must be the server's http(s) address, such as http://127.0.0.1:3000, got "${raw}"`,
+      [{ field: 'base_url', message: 'must be an absolute http(s) URL without credentials, query or fragment' }],
+    );
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw refused();
+  }
+  if (
+    (url.protocol !== 'http:' && url.protocol !== 'https:') ||
+    url.search ||
+    url.hash ||
+    url.username ||
+    url.password
+  ) {
+    throw refused();
+  }
+  return `${url.origin}${url.pathname}`.replace(/\/+$/, '').replace(/\/v1$/, '');
 }
 
 /** Formats an object as aligned `key: value` lines. */

@@ -20,8 +20,8 @@ import { registerUserCommands } from './commands/users.js';
 export function buildProgram(): Command {
   const program = new Command('loyalty')
     .description(
-      'Administer the loyalty API: accounts, credentials, apps, referral settings, earning rules, activity types,\n' +
-        'customers, VIP tiers, points settings and points products.\n' +
+      'Administer the loyalty API: accounts, users, credentials, apps, referral settings, earning rules, ' +
+        'activity types, customers, VIP tiers, points settings and points products. Start with `loyalty demo`.\n' +
         'Uses DATABASE_URL like the server (default sqlite:./data/loyalty.db) and migrates it when needed.',
     )
     .option('--json', 'print exactly one JSON value on stdout')

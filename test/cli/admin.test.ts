@@ -235,6 +235,9 @@ describe('loyalty demo', () => {
       activity_token: expect.stringMatching(/^activity_[0-9A-Za-z]{14,}$/),
       customer_id: expect.any(Number),
       points_product_id: expect.any(Number),
+      console_url: `http://127.0.0.1:${port}/admin`,
+      console_email: expect.stringMatching(/^demo-\d+@example\.com$/),
+      console_password: expect.any(String),
     });
 
     const text = await loyalty(['demo'], env);

@@ -58,7 +58,9 @@ describe('loyalty users create', () => {
   it('prints readable text without --json, and accepts a password without a final newline', async () => {
     const result = await create('text@acme.example', PASSWORD, false);
     expect(result.code, result.stderr).toBe(0);
-    expect(result.stdout).toMatch(/^id: +\d+\naccount_id: +\d+\nemail: +text@acme\.example\n$/);
+    expect(result.stdout).toMatch(
+      /^id: +\d+\naccount_id: +\d+\nemail: +text@acme\.example\n\nSign in to the console at /,
+    );
   });
 
   it('refuses a short password, an empty stdin, a taken email, a bad email and an unknown account', async () => {

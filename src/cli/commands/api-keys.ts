@@ -8,10 +8,12 @@ export function registerApiKeyCommands(program: Command): void {
     .description('create an API key for an account')
     .requiredOption('--account <id>', 'the account')
     .option('--scopes <scopes>', 'space-separated scopes (default: every scope)')
-    .action((opts: { account: string; scopes?: string }, cmd: Command) =>
+    .option('--name <name>', 'what the key is for, shown in the console (default: "Unnamed key")')
+    .action((opts: { account: string; scopes?: string; name?: string }, cmd: Command) =>
       run(
         cmd,
-        ({ services }) => services.credentials.createApiKey(parseId(opts.account, 'account'), opts.scopes),
+        ({ services }) =>
+          services.credentials.createApiKey(parseId(opts.account, 'account'), opts.scopes, { name: opts.name }),
         (k) =>
           `${lines({ id: k.id, key: k.key, scopes: k.scopes.join(' ') })}\nStore the key now: it is not shown again.`,
       ),

@@ -1,13 +1,15 @@
 import type { Command } from 'commander';
 import { ALL_SCOPES } from '../../auth/scopes.js';
-import type { Config } from '../../config.js';
+import { randomBase62 } from '../../auth/secrets.js';
 import { CREATE_OR_UPDATE_EXAMPLE } from '../../customer-identities/schemas.js';
-import { run } from '../context.js';
+import { DomainError } from '../../errors.js';
+import { run, type ServerAddress, serverAddress } from '../context.js';
 
 export interface DemoResult {
   account_id: number;
   api_key: string;
   access_token: string;
+  /** The API's address, `/v1` included: from --base-url, else PUBLIC_URL, else HOST and PORT. */
   base_url: string;
   /** The token of the demo's "Place an order" activity type. */
   activity_token: string;
@@ -15,6 +17,12 @@ export interface DemoResult {
   customer_id: number;
   /** The demo's "$5 off" points product (100 points). */
   points_product_id: number;
+  /** Where the demo's console user signs in: the server's `/admin`. */
+  console_url: string;
+  /** The demo's console user, a merchant user of the demo account. */
+  console_email: string;
+  /** Its generated password, shown only now (stored as an scrypt hash). */
+  console_password: string;
 }
 
 const POINTS_PRODUCTS = [
@@ -104,24 +112,31 @@ const EARNING_RULES = [
   },
 ];
 
-/** Where the server started with the same environment would answer. */
-export function baseUrl(config: Config): string {
-  const host = ['0.0.0.0', '::', ''].includes(config.host) ? '127.0.0.1' : config.host;
-  const shown = host.includes(':') ? `[${host}]` : host;
-  return `${config.tls ? 'https' : 'http'}://${shown}:${config.port}`;
-}
-
 export function registerDemoCommand(program: Command): void {
   program
     .command('demo')
     .description(
-      'create a demo account with referral settings, earning rules bound to an order activity type, VIP tiers, ' +
-        'points products, a customer, an API key and an app token',
+      'create a demo program (rules, tiers, rewards, a customer) with a console user, an API key and an app token; ' +
+        'prints them with curl lines for the server at --base-url, else PUBLIC_URL, else HOST and PORT ' +
+        '(default http://127.0.0.1:3000)',
     )
-    .action((_opts, cmd: Command) =>
-      run(
+    .option('--base-url <url>', "the server's address, as clients reach it (such as http://127.0.0.1:3001)")
+    .action((opts: { baseUrl?: string }, cmd: Command) => {
+      let address: ServerAddress | undefined;
+      return run(
         cmd,
         async ({ services, config }): Promise<DemoResult> => {
+          // Checked before anything is created: curl lines to the wrong address all fail.
+          const found = serverAddress(config, opts.baseUrl);
+          if (found === null) {
+            throw new DomainError(
+              'invalid_parameter',
+              'PORT=0 lets the server choose its port, so the demo cannot know it: give --base-url with the address ' +
+                'the server printed when it started',
+              [{ field: 'base_url', message: 'is required with PORT=0' }],
+            );
+          }
+          address = found;
           const account = await services.accounts.create('Demo shop');
           await services.referralSettings.set(account.id, REFERRAL_SETTINGS);
           const order = await services.activityTypes.create(account.id, { name: 'Place an order' });
@@ -154,30 +169,54 @@ export function registerDemoCommand(program: Command): void {
             clientId: app.client_id,
             ttlSeconds: 86_400,
           });
+          // A user for the console, so that a newcomer sees it without a second command. The
+          // account id keeps the email unique when the demo runs again on the same database.
+          const password = randomBase62(20);
+          const user = await services.users.create(account.id, {
+            email: `demo-${account.id}@example.com`,
+            password,
+          });
           return {
             account_id: account.id,
             api_key: key.key,
             access_token: token.access_token,
-            base_url: `${baseUrl(config)}/v1`,
+            base_url: `${found.url}/v1`,
             activity_token: order.token,
             customer_id: jane.id,
             points_product_id: coupon!.id,
+            console_url: `${found.url}/admin`,
+            console_email: user.email,
+            console_password: password,
           };
         },
-        demoText,
-      ),
-    );
+        (demo) => demoText(demo, address as ServerAddress),
+      );
+    });
 }
 
-function demoText(demo: DemoResult): string {
+/** Where the printed address came from, and how to change it when the server is elsewhere. */
+const SOURCES: Record<ServerAddress['source'], string> = {
+  '--base-url': 'from --base-url',
+  PUBLIC_URL: 'from PUBLIC_URL; if the server is elsewhere, run the demo with --base-url URL',
+  'HOST and PORT':
+    "from HOST and PORT, read as the server reads them; if it listens elsewhere, run the demo with the server's " +
+    'PORT, or with --base-url URL',
+};
+
+function demoText(demo: DemoResult, address: ServerAddress): string {
   const identity = JSON.stringify(CREATE_OR_UPDATE_EXAMPLE);
   return [
     `Demo account ${demo.account_id} is ready.`,
     '',
+    `  Console:                ${demo.console_url}`,
+    `    email:                ${demo.console_email}`,
+    `    password:             ${demo.console_password}`,
     `  API key (merchant):     ${demo.api_key}`,
     `  Access token (app):     ${demo.access_token}   (valid 24 hours)`,
     '',
-    'These secrets are shown only now. With the server running (npm start), try:',
+    'These secrets are shown only now.',
+    `The server is taken to be at ${address.url} (${SOURCES[address.source]}).`,
+    `With it running (npm start), sign in to the console at ${demo.console_url}, or try:`,
     '',
     `curl -s ${demo.base_url}/referral_settings -H 'Authorization: Bearer ${demo.api_key}'`,
     '',

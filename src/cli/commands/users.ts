@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { accountName } from '../../accounts/service.js';
 import { DomainError } from '../../errors.js';
-import { lines, parseId, run } from '../context.js';
+import { lines, parseId, run, serverAddress } from '../context.js';
 
 /** Piped passwords: only the first line counts; more than this is not a password. */
 const MAX_STDIN_BYTES = 64 * 1024;
@@ -19,16 +19,18 @@ export function registerUserCommands(program: Command): void {
     .option('--account <id>', 'the account the user belongs to')
     .option('--new-account <name>', 'instead of --account: create an account with this name for the user')
     .requiredOption('--email <email>', 'the email the user signs in with (unique across users)')
-    .action((opts: { account?: string; newAccount?: string; email: string }, cmd: Command) =>
-      run(
+    .action((opts: { account?: string; newAccount?: string; email: string }, cmd: Command) => {
+      let signIn = '';
+      return run(
         cmd,
-        async ({ services }) => {
+        async ({ services, config }) => {
           if ((opts.account === undefined) === (opts.newAccount === undefined)) {
             throw new DomainError(
               'invalid_parameter',
               'give the account: --account ID for an existing one, or --new-account NAME to create it',
             );
           }
+          signIn = signInHint(serverAddress(config)?.url);
           if (opts.account !== undefined) {
             const accountId = parseId(opts.account, 'account');
             await services.accounts.require(accountId);
@@ -39,9 +41,16 @@ export function registerUserCommands(program: Command): void {
           const password = await readPassword();
           return services.users.createWithAccount(name, { email: opts.email, password });
         },
-        (u) => lines({ id: u.id, account_id: u.account_id, email: u.email }),
-      ),
-    );
+        (u) => `${lines({ id: u.id, account_id: u.account_id, email: u.email })}\n\n${signIn}`,
+      );
+    });
+}
+
+/** Where the new user signs in: the console of the server started with this environment. */
+function signInHint(url: string | undefined): string {
+  return url === undefined
+    ? "Sign in to the console at /admin on the server's address (PORT=0: the port it printed when it started)."
+    : `Sign in to the console at ${url}/admin (with the server running: npm start).`;
 }
 
 /** The password: typed at a hidden prompt (twice) on a terminal, else the first line of stdin. */
@@ -49,17 +58,24 @@ async function readPassword(): Promise<string> {
   if (process.stdin.isTTY) {
     const password = await promptHidden('Password: ');
     const again = await promptHidden('Repeat the password: ');
-    if (password !== again) throw passwordError('the two passwords differ');
+    if (password !== again)
+      throw passwordError('the two passwords differ; nothing was created', 'differs from the repeat');
     return password;
   }
   const input = await readStdin();
   const first = input.split(/\r?\n/)[0] ?? '';
-  if (first === '') throw passwordError('is required: pipe it as the first line of stdin, or run on a terminal');
+  if (first === '') {
+    throw passwordError(
+      'a password is required: pipe it as the first line of stdin, or run on a terminal',
+      'is required',
+    );
+  }
   return first;
 }
 
-function passwordError(message: string): DomainError {
-  return new DomainError('invalid_parameter', `password ${message}`, [{ field: 'password', message }]);
+/** A refusal of the password: `message` for the person at the shell, `detail` for the field. */
+function passwordError(message: string, detail: string): DomainError {
+  return new DomainError('invalid_parameter', message, [{ field: 'password', message: detail }]);
 }
 
 async function readStdin(): Promise<string> {
@@ -68,7 +84,7 @@ async function readStdin(): Promise<string> {
   for await (const chunk of process.stdin) {
     const buffer = Buffer.isBuffer(chunk) ? chunk : Buffer.from(String(chunk));
     size += buffer.length;
-    if (size > MAX_STDIN_BYTES) throw passwordError('input on stdin is too long');
+    if (size > MAX_STDIN_BYTES) throw passwordError('the password on stdin is too long', 'is too long');
     chunks.push(buffer);
     // The first line is all we need; stop waiting for the end of a long or endless stream.
     if (buffer.includes(0x0a)) break;
