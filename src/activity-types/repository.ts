@@ -1,21 +1,40 @@
 import type { Kysely } from 'kysely';
 import { compiledQuery } from '../storage/compiled-query.js';
+import { isUniqueViolation } from '../storage/errors.js';
 import type { ActivityTypeRow, Database } from '../storage/schema.js';
 import type { ActivityType } from './schemas.js';
 
+/**
+ * Inserts an activity type, or answers `name_taken` when the account already has one of that
+ * name: the unique index decides, so two requests racing with one name make one type.
+ */
 export async function insertActivityType(
   db: Kysely<Database>,
   accountId: number,
   name: string,
   token: string,
   now: number,
-): Promise<ActivityType> {
-  const row = await db
-    .insertInto('activity_types')
-    .values({ account_id: accountId, name, token, created_at: now })
-    .returningAll()
-    .executeTakeFirstOrThrow();
-  return toActivityType(row);
+): Promise<ActivityType | 'name_taken'> {
+  try {
+    const row = await db
+      .insertInto('activity_types')
+      .values({ account_id: accountId, name, token, created_at: now })
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    return toActivityType(row);
+  } catch (error) {
+    if (isUniqueViolation(error) && violatesNameIndex(error)) return 'name_taken';
+    throw error;
+  }
+}
+
+/**
+ * The name index, not the token's (a token collision, at 119 random bits, is a bug to surface):
+ * PostgreSQL names the index, SQLite the columns.
+ */
+function violatesNameIndex(error: unknown): boolean {
+  const { constraint, message } = error as { constraint?: string; message?: string };
+  return constraint === 'activity_types_account_name' || /activity_types\.name\b/.test(message ?? '');
 }
 
 /** The account's activity types, oldest first. */

@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely';
 import type { AccountsService } from '../accounts/service.js';
 import { randomBase62 } from '../auth/secrets.js';
 import type { Clock } from '../clock.js';
+import { invalidParameter } from '../errors.js';
 import type { Database } from '../storage/schema.js';
 import { validate } from '../validate.js';
 import { insertActivityType, listActivityTypes } from './repository.js';
@@ -15,13 +16,18 @@ export class ActivityTypesService {
     private readonly accounts: AccountsService,
   ) {}
 
+  /** A new type; `invalid_parameter` at `activity_type.name` when the account has one of that name. */
   async create(accountId: number, input: unknown): Promise<ActivityType> {
     const { name } = validate(ActivityTypeInput, input, 'activity_type');
     await this.accounts.require(accountId);
     // 20 base62 characters (119 bits): a collision within an account, which the unique
     // constraint would refuse, does not happen.
     const token = ACTIVITY_TOKEN_PREFIX + randomBase62(ACTIVITY_TOKEN_RANDOM_CHARS);
-    return insertActivityType(this.db, accountId, name, token, this.clock.now());
+    const created = await insertActivityType(this.db, accountId, name, token, this.clock.now());
+    if (created === 'name_taken') {
+      throw invalidParameter('activity_type.name', 'is already the name of an activity type of this account');
+    }
+    return created;
   }
 
   /** The account's activity types, oldest first. */

@@ -1,63 +1,96 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { ALL_SCOPES, SCOPE_DESCRIPTIONS } from '../auth/scopes.js';
 import { Form } from './form.js';
 import { FormBody, IdParams, PageQuery } from './form-schemas.js';
 import { noticeFor, owned, submitForm } from './pages.js';
 import { sendPage } from './routes.js';
+import { ADMIN_FILES, CONSOLE_CSP } from './views.js';
 
 const hide = { hide: true };
 const SCOPES = ALL_SCOPES.map((scope) => ({ scope, description: SCOPE_DESCRIPTIONS[scope] }));
+const COPY_SCRIPT = readFileSync(join(ADMIN_FILES, 'assets', 'copy.js'));
+/**
+ * The page that shows a new key runs one script, the copy button's, served from the console
+ * like its stylesheet: no inline script, nothing from elsewhere. Every other page runs none.
+ */
+const KEY_CREATED_CSP = `${CONSOLE_CSP}; script-src 'self'`;
 
 /** Who may call the API for the account: its API keys, and the apps it has connected. */
 const accessPages: FastifyPluginAsyncTypebox = async (app) => {
   const { credentials, oauth } = app.services;
 
   const keysPage = async (accountId: number) => ({
-    keys: await credentials.listApiKeys(accountId),
+    keys: await credentials.apiKeyDetails(accountId),
     scopes: SCOPES,
   });
 
-  /** The account's live key `id`, or 404 (another account's key is not there either). */
-  const ownKey = (accountId: number, id: number) =>
+  /** The account's key `id` (live ones only unless `revoked`), or 404: another account's key is not there either. */
+  const ownKey = (accountId: number, id: number, revoked = false) =>
     owned(
-      credentials.listApiKeys(accountId).then((keys) => keys.filter((key) => !key.revoked)),
+      credentials.apiKeyDetails(accountId).then((keys) => keys.filter((key) => revoked || !key.revoked)),
       id,
       'API key',
     );
+
+  // Progressive enhancement of the read-only field that shows a new key (see the CSP above).
+  app.get('/assets/copy.js', { config: { consolePublic: true }, schema: hide }, async (_request, reply) =>
+    reply.header('cache-control', 'public, max-age=300').type('text/javascript; charset=utf-8').send(COPY_SCRIPT),
+  );
 
   app.get('/api-keys', { schema: { ...hide, querystring: PageQuery } }, async (request, reply) => {
     return sendPage(reply, request, 200, 'api-keys', {
       title: 'API keys',
       ...(await keysPage(request.console!.user.accountId)),
-      values: { scopes: ALL_SCOPES },
+      // No scope is chosen for the merchant: a key gets what they tick.
+      values: {},
       notice: noticeFor(request.query.notice),
     });
   });
 
-  app.post('/api-keys', { schema: { ...hide, body: FormBody } }, async (request, reply) => {
-    const { accountId } = request.console!.user;
-    const scopes = new Form(request.body).all('scopes');
-    try {
-      const created = await credentials.createApiKey(accountId, scopes);
-      // The key is shown on this answer and nowhere else, ever: no redirect that could replay it.
-      return sendPage(reply, request, 201, 'api-key-created', { title: 'API key created', created });
-    } catch (error) {
+  // Post/Redirect/Get: the key is made once, kept sealed to this session for the page it
+  // redirects to, which shows it once; reloading that page cannot make a second key.
+  app.post(
+    '/api-keys',
+    { config: { consoleForm: true }, schema: { ...hide, body: FormBody } },
+    async (request, reply) => {
+      const { session, user } = request.console!;
+      const form = new Form(request.body);
       return submitForm(request, reply, {
         view: 'api-keys',
         title: 'API keys',
         root: 'api_key',
-        fields: ['scopes'],
+        fields: ['name', 'scopes'],
         values: request.body,
-        data: () => keysPage(accountId),
-        save: () => Promise.reject(error),
+        data: () => keysPage(user.accountId),
+        save: async () => {
+          const created = await credentials.createApiKey(user.accountId, form.all('scopes'), {
+            name: form.text('name'),
+            sealFor: session.id,
+          });
+          return `/admin/api-keys/${created.id}/created`;
+        },
       });
-    }
+    },
+  );
+
+  app.get('/api-keys/:id/created', { schema: { ...hide, params: IdParams } }, async (request, reply) => {
+    const { session, user } = request.console!;
+    const key = await ownKey(user.accountId, request.params.id, true);
+    const raw = await credentials.revealApiKey(user.accountId, key.id, session.id);
+    if (raw !== null) reply.header('content-security-policy', KEY_CREATED_CSP);
+    return sendPage(reply, request, 200, 'api-key-created', {
+      title: raw === null ? 'API key shown already' : 'API key created',
+      key,
+      raw,
+    });
   });
 
   app.get('/api-keys/:id/revoke', { schema: { ...hide, params: IdParams } }, async (request, reply) => {
     const key = await ownKey(request.console!.user.accountId, request.params.id);
     return sendPage(reply, request, 200, 'confirm', {
-      title: `Revoke the API key ${key.key}?`,
+      title: `Revoke the API key “${key.name}” (${key.key})?`,
       message: 'Every request made with it is refused from now on (within a second). This cannot be undone.',
       action: `/admin/api-keys/${key.id}/revoke`,
       confirm: 'Revoke the key',

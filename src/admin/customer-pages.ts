@@ -1,18 +1,51 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { Type } from 'typebox';
+import { type Static, Type } from 'typebox';
+import type { CustomerSearch } from '../customers/repository.js';
+import { CUSTOMER_STATES } from '../customers/schemas.js';
 import { invalidParameter } from '../errors.js';
 import { PointsTransactionInput } from '../points-transactions/schemas.js';
+import type { CustomerState } from '../storage/schema.js';
 import { validate } from '../validate.js';
 import { Form } from './form.js';
 import { FormBody, IdParams, PageQuery } from './form-schemas.js';
 import { type FormView, noticeFor, submitForm } from './pages.js';
 import { sendPage } from './routes.js';
 
+/** The longest search text: enough for any email part or name, short enough to keep a scan cheap. */
+const MAX_SEARCH = 100;
+
 const CustomersQuery = Type.Object({
   ...PageQuery.properties,
-  email: Type.Optional(Type.String({ maxLength: 354 })),
+  q: Type.Optional(Type.String({ maxLength: MAX_SEARCH })),
+  /** The earlier form's field (an email), read as `q`: links made before keep working. */
+  email: Type.Optional(Type.String({ maxLength: MAX_SEARCH })),
+  state: Type.Optional(Type.String({ maxLength: 20 })),
+  tier: Type.Optional(Type.String({ maxLength: 20 })),
 });
+type CustomersQuery = Static<typeof CustomersQuery>;
+
+/** The search a customers page's query asks for, and the query string that asks for it again. */
+function readSearch(query: CustomersQuery): { search: CustomerSearch; form: Record<string, string>; base: string } {
+  const text = (query.q ?? query.email ?? '').trim();
+  const state = query.state ?? '';
+  const tier = query.tier ?? '';
+  if (state !== '' && !(CUSTOMER_STATES as readonly string[]).includes(state)) {
+    throw invalidParameter('state', `must be one of ${CUSTOMER_STATES.join(', ')}`);
+  }
+  if (tier !== '' && tier !== 'none' && !/^[1-9][0-9]{0,15}$/.test(tier)) {
+    throw invalidParameter('tier', 'must be a VIP tier of this account, or none');
+  }
+  const search: CustomerSearch = {
+    ...(text === '' ? {} : { text: text.toLowerCase() }),
+    ...(state === '' ? {} : { state: state as CustomerState }),
+    ...(tier === '' ? {} : { tierId: tier === 'none' ? null : Number(tier) }),
+  };
+  const form = { q: text, state, tier };
+  const params = new URLSearchParams(Object.entries(form).filter(([, value]) => value !== ''));
+  const base = params.size === 0 ? '/admin/customers' : `/admin/customers?${params}`;
+  return { search, form, base };
+}
 
 const ADJUST_KEY = /^console-[0-9a-f-]{36}$/;
 
@@ -21,58 +54,78 @@ const ADJUST_FORM: FormView = {
   title: 'Customer',
   root: 'points_transaction',
   fields: ['points_change', 'description', 'internal_note'],
+  labels: { points_change: 'Points to add or remove', description: 'Reason', internal_note: 'Internal note' },
+  pointFields: ['points_change'],
+  // Removing more than the balance is refused at the points field, in the account's words.
+  refusals: { insufficient_points: { field: 'points_change' } },
 };
 
-/** Customers: search by email, a customer's balance, tier, ledger and activities, manual adjustments. */
+/** Customers: search by part of an email or name, state and tier; a customer's balance, tier, ledger, rewards and activities; manual adjustments. */
 const customerPages: FastifyPluginAsyncTypebox = async (app) => {
   const { customers, pointsTransactions, vipTiers, reports, pointsSettings } = app.services;
 
+  /** A page of the console's customer search, as the customers page shows it. */
+  const searchData = async (accountId: number, query: CustomersQuery) => {
+    const { search, form, base } = readSearch(query);
+    const page = await reports.searchCustomers(accountId, search, query.cursor);
+    return {
+      search: form,
+      searching: search.text !== undefined || search.state !== undefined || search.tierId !== undefined,
+      customers: page.customers,
+      tiers: page.tiers,
+      metadata: page.metadata,
+      base,
+    };
+  };
+
   app.get('/customers', { schema: { hide: true, querystring: CustomersQuery } }, async (request, reply) => {
-    const { accountId } = request.console!.user;
-    const email = request.query.email?.trim() || undefined;
-    const page = await customers.page(accountId, { email, cursor: request.query.cursor });
     return sendPage(reply, request, 200, 'customers', {
       title: 'Customers',
-      email: email ?? '',
-      customers: page.customers,
-      metadata: page.metadata,
-      base: email === undefined ? '/admin/customers' : `/admin/customers?email=${encodeURIComponent(email)}`,
+      ...(await searchData(request.console!.user.accountId, request.query)),
     });
   });
 
-  app.post('/customers', { schema: { hide: true, body: FormBody } }, async (request, reply) => {
-    const { accountId } = request.console!.user;
-    const form = new Form(request.body);
-    return submitForm(request, reply, {
-      view: 'customers',
-      title: 'Customers',
-      root: 'customer',
-      fields: ['email', 'first_name', 'last_name'],
-      values: request.body,
-      data: async () => {
-        const page = await customers.page(accountId, {});
-        return { email: '', customers: page.customers, metadata: page.metadata, base: '/admin/customers' };
-      },
-      save: async () => {
-        const created = await customers.create(accountId, {
-          email: form.text('email'),
-          ...(form.optional('first_name') === undefined ? {} : { first_name: form.text('first_name') }),
-          ...(form.optional('last_name') === undefined ? {} : { last_name: form.text('last_name') }),
-        });
-        return `/admin/customers/${created.id}?notice=created`;
-      },
-    });
-  });
+  app.post(
+    '/customers',
+    { config: { consoleForm: true }, schema: { hide: true, body: FormBody } },
+    async (request, reply) => {
+      const { accountId } = request.console!.user;
+      const form = new Form(request.body);
+      return submitForm(request, reply, {
+        view: 'customers',
+        title: 'Customers',
+        root: 'customer',
+        fields: ['email', 'first_name', 'last_name'],
+        labels: { email: 'Email', first_name: 'First name', last_name: 'Last name' },
+        values: request.body,
+        data: () => searchData(accountId, {}),
+        save: async () => {
+          const created = await customers.create(accountId, {
+            email: form.text('email'),
+            ...(form.optional('first_name') === undefined ? {} : { first_name: form.text('first_name') }),
+            ...(form.optional('last_name') === undefined ? {} : { last_name: form.text('last_name') }),
+          });
+          return `/admin/customers/${created.id}?notice=created`;
+        },
+      });
+    },
+  );
 
   /** Everything the customer page shows besides the adjustment form. */
   const customerData = async (accountId: number, id: number, cursor: string | undefined) => {
     const customer = await customers.get(accountId, id);
-    const [ledger, tiers, activities, labels] = await Promise.all([
+    const [ledger, tiers, activities, labels, rewards] = await Promise.all([
       pointsTransactions.page(accountId, { customer_id: id, cursor }),
       vipTiers.list(accountId),
       reports.latestActivities(accountId, id),
       pointsSettings.get(accountId),
+      reports.latestRewards(accountId, id),
     ]);
+    // The API's transactions do not name the console user who made one: the console reads it beside them.
+    const staff = await reports.adjustmentStaff(
+      accountId,
+      ledger.points_transactions.map((entry) => entry.id),
+    );
     const tierName = (tierId: number | null) => tiers.find((tier) => tier.id === tierId)?.name ?? null;
     return {
       customer,
@@ -81,9 +134,10 @@ const customerPages: FastifyPluginAsyncTypebox = async (app) => {
       adjustKey: `console-${randomUUID()}`,
       tier: tierName(customer.vip_status.vip_tier_id),
       nextTier: tierName(customer.vip_status.next_vip_tier_id),
-      ledger: ledger.points_transactions,
+      ledger: ledger.points_transactions.map((entry) => ({ ...entry, by: staff.get(entry.id) ?? null })),
       metadata: ledger.metadata,
       activities,
+      rewards,
       labels: labels.points_label,
       title: customer.email,
     };
@@ -104,9 +158,9 @@ const customerPages: FastifyPluginAsyncTypebox = async (app) => {
 
   app.post(
     '/customers/:id/adjust',
-    { schema: { hide: true, params: IdParams, body: FormBody } },
+    { config: { consoleForm: true }, schema: { hide: true, params: IdParams, body: FormBody } },
     async (request, reply) => {
-      const { accountId } = request.console!.user;
+      const { accountId, userId } = request.console!.user;
       const customer = await customers.get(accountId, request.params.id);
       const form = new Form(request.body);
       return submitForm(request, reply, {
@@ -117,7 +171,10 @@ const customerPages: FastifyPluginAsyncTypebox = async (app) => {
         save: async () => {
           // The console asks for a reason (the API lets it be empty): every manual change says why.
           if (form.text('description').trim() === '') {
-            throw invalidParameter('points_transaction.description', 'is required: say why the points change');
+            throw invalidParameter(
+              'points_transaction.description',
+              'A reason is required: say why the points change.',
+            );
           }
           const input = validate(
             PointsTransactionInput,
@@ -130,7 +187,14 @@ const customerPages: FastifyPluginAsyncTypebox = async (app) => {
             'points_transaction',
           );
           const key = form.text('idempotency_key');
-          await pointsTransactions.create(accountId, input, ADJUST_KEY.test(key) ? key : undefined, JSON.stringify);
+          // The staff member is recorded with the transaction (not in the API's answer), shown in the ledger.
+          await pointsTransactions.create(
+            accountId,
+            input,
+            ADJUST_KEY.test(key) ? key : undefined,
+            JSON.stringify,
+            userId,
+          );
           return `/admin/customers/${customer.id}?notice=adjusted`;
         },
       });
@@ -139,7 +203,7 @@ const customerPages: FastifyPluginAsyncTypebox = async (app) => {
 
   app.post(
     '/customers/:id/state',
-    { schema: { hide: true, params: IdParams, body: FormBody } },
+    { config: { consoleForm: true }, schema: { hide: true, params: IdParams, body: FormBody } },
     async (request, reply) => {
       const { accountId } = request.console!.user;
       const customer = await customers.get(accountId, request.params.id);
@@ -148,6 +212,7 @@ const customerPages: FastifyPluginAsyncTypebox = async (app) => {
         title: customer.email,
         root: 'customer',
         fields: ['state'],
+        labels: { state: 'State' },
         values: request.body,
         data: async () => ({ ...(await customerData(accountId, customer.id, undefined)), failedForm: 'state' }),
         save: async () => {

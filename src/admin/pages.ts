@@ -1,10 +1,13 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { DomainError, notFound } from '../errors.js';
-import { type FormBody, formErrors } from './form.js';
+import { type FormBody, type FormWording, formErrors } from './form.js';
 import { sendPage } from './routes.js';
 
-/** A console form: its template, title, the root its service names fields under, and its fields. */
-export interface FormView {
+/**
+ * A console form: its template, title, the root its service names fields under, its fields, and
+ * how its refusals are worded (the fields' labels, which count points, refusals shown at a field).
+ */
+export interface FormView extends FormWording {
   view: string;
   title: string;
   /** `earning_rule`: the service reports `earning_rule.name`, the form's field is `name`. */
@@ -28,19 +31,35 @@ export async function submitForm(
     save: () => Promise<string>;
   },
 ): Promise<FastifyReply> {
+  const data = async () => (typeof form.data === 'function' ? await form.data() : form.data);
+  if (request.consoleRestore) {
+    // Sent again after signing in (the session had expired): shown as typed, never saved.
+    return sendPage(reply, request, 200, form.view, {
+      title: form.title,
+      ...(await data()),
+      fieldLabels: form.labels,
+      values: form.values,
+      warning: RESTORED,
+    });
+  }
   try {
     return reply.redirect(await form.save(), 303);
   } catch (error) {
     if (!(error instanceof DomainError) || error.status >= 500 || error.status === 404) throw error;
-    const data = typeof form.data === 'function' ? await form.data() : form.data;
+    const points = await request.server.services.pointsSettings.get(request.console!.user.accountId);
     return sendPage(reply, request, error.status, form.view, {
       title: form.title,
-      ...data,
+      ...(await data()),
+      fieldLabels: form.labels,
       values: form.values,
-      errors: formErrors(error, form.root, form.fields),
+      errors: formErrors(error, form.root, form.fields, form, points.points_label),
     });
   }
 }
+
+/** What a form sent again after signing in says. */
+export const RESTORED =
+  'Your session expired, so nothing was saved. You are signed in again: here is what you typed. Check it and send it again.';
 
 /**
  * The item of the signed-in account's `items` with this id, or `404 not_found`: another account's

@@ -9,12 +9,27 @@ const hide = { hide: true };
 const withId = { ...hide, params: IdParams };
 const post = { ...hide, body: FormBodySchema };
 const postWithId = { ...withId, body: FormBodySchema };
+/** A form a merchant types into: kept across signing in again when its session expired. */
+const typed = { config: { consoleForm: true } };
 
 const REFERRAL_FORM: FormView = {
   view: 'referral-settings',
   title: 'Referral settings',
   root: 'referral_settings',
   fields: ['status', ...['sender_reward', 'receiver_reward'].flatMap(rewardFields)],
+  labels: {
+    status: 'Status',
+    ...Object.fromEntries(
+      [
+        ['sender_reward', 'Referrer’s reward'],
+        ['receiver_reward', 'Friend’s reward'],
+      ].flatMap(([root, whose]) => [
+        [`${root}.name`, `${whose}: name`],
+        [`${root}.image.url`, `${whose}: image URL`],
+        [`${root}.image.content_type`, `${whose}: image type`],
+      ]),
+    ),
+  },
 };
 const RULE_FIELDS = [
   'name',
@@ -38,20 +53,47 @@ const NEW_RULE_FORM: FormView = {
   title: 'New earning rule',
   root: 'earning_rule',
   fields: RULE_FIELDS,
+  labels: {
+    name: 'Name',
+    image_url: 'Image URL',
+    action_text: 'Call to action',
+    action_url: 'Call to action URL',
+    activity_token: 'Activity type',
+    'reward_value.type': 'Points earned',
+    'reward_value.fixed.value': 'Points each time',
+    'reward_value.variable.value': 'Points',
+    'reward_value.variable.per_amount': 'Per amount',
+    'earning_limit.type': 'Earning limit',
+    'earning_limit.max': 'Most times',
+    'earning_limit.rolling.unit': 'Period unit',
+    'earning_limit.rolling.unit_count': 'Period length',
+    restricted_to_vip_tier_ids: 'Only for VIP tiers',
+    enabled: 'Enabled',
+  },
+  pointFields: ['reward_value.fixed.value', 'reward_value.variable.value'],
 };
 const ACTIVITY_TYPE_FORM: FormView = {
   view: 'activity-types',
   title: 'Activity types',
   root: 'activity_type',
   fields: ['name'],
+  labels: { name: 'Name' },
 };
 const TIER_FIELDS = ['name', 'milestone', 'image_url', 'perks'];
-const TIERS_FORM: FormView = { view: 'vip-tiers', title: 'VIP tiers', root: 'vip_tier', fields: TIER_FIELDS };
+const TIERS_FORM: FormView = {
+  view: 'vip-tiers',
+  title: 'VIP tiers',
+  root: 'vip_tier',
+  fields: TIER_FIELDS,
+  labels: { name: 'Name', milestone: 'Milestone', image_url: 'Image URL', perks: 'Perks' },
+  pointFields: ['milestone'],
+};
 const POINTS_SETTINGS_FORM: FormView = {
   view: 'points-settings',
   title: 'Points settings',
   root: 'points_settings',
   fields: ['points_label.one', 'points_label.other'],
+  labels: { 'points_label.one': 'One point is called', 'points_label.other': 'Several points are called' },
 };
 const PRODUCT_FIELDS = [
   'reward.name',
@@ -70,6 +112,19 @@ const NEW_PRODUCT_FORM: FormView = {
   title: 'New points product',
   root: 'points_product',
   fields: PRODUCT_FIELDS,
+  labels: {
+    'reward.name': 'Name',
+    'reward.description': 'Description',
+    'reward.image_url': 'Image URL',
+    exchange_type: 'Kind of price',
+    points_price: 'Price in points',
+    variable_points_step: 'Points per step',
+    variable_points_step_reward_value: 'Reward value per step',
+    variable_points_min: 'Fewest points',
+    variable_points_max: 'Most points',
+    enabled: 'Enabled',
+  },
+  pointFields: ['points_price', 'variable_points_step', 'variable_points_min', 'variable_points_max'],
 };
 
 /**
@@ -90,13 +145,14 @@ const programPages: FastifyPluginAsyncTypebox = async (app) => {
     });
     return sendPage(reply, request, 200, REFERRAL_FORM.view, {
       title: REFERRAL_FORM.title,
+      fieldLabels: REFERRAL_FORM.labels,
       values: settings ? flatten(settings) : { status: 'active' },
       configured: settings !== null,
       notice: noticeFor(request.query.notice),
     });
   });
 
-  app.post('/referral-settings', { schema: post }, async (request, reply) => {
+  app.post('/referral-settings', { ...typed, schema: post }, async (request, reply) => {
     const { accountId } = request.console!.user;
     const form = new Form(request.body);
     return submitForm(request, reply, {
@@ -136,8 +192,10 @@ const programPages: FastifyPluginAsyncTypebox = async (app) => {
     const { accountId } = request.console!.user;
     const page = await earningRules.pageAll(accountId, { cursor: request.query.cursor });
     const types = await activityTypes.list(accountId);
+    const settings = await pointsSettings.get(accountId);
     return sendPage(reply, request, 200, 'earning-rules', {
       title: 'Earning rules',
+      points: settings.points_label,
       rules: page.items,
       metadata: page.metadata,
       typeNames: Object.fromEntries(types.map((type) => [type.token, type.name])),
@@ -155,6 +213,7 @@ const programPages: FastifyPluginAsyncTypebox = async (app) => {
     const { accountId } = request.console!.user;
     return sendPage(reply, request, 200, NEW_RULE_FORM.view, {
       title: NEW_RULE_FORM.title,
+      fieldLabels: NEW_RULE_FORM.labels,
       ...(await ruleChoices(accountId)),
       values: { 'reward_value.type': 'fixed', enabled: 'on' },
       action: '/admin/earning-rules',
@@ -177,7 +236,7 @@ const programPages: FastifyPluginAsyncTypebox = async (app) => {
     return input;
   };
 
-  app.post('/earning-rules', { schema: post }, async (request, reply) => {
+  app.post('/earning-rules', { ...typed, schema: post }, async (request, reply) => {
     const { accountId } = request.console!.user;
     const choices = await ruleChoices(accountId);
     return submitForm(request, reply, {
@@ -197,6 +256,7 @@ const programPages: FastifyPluginAsyncTypebox = async (app) => {
     const { id: _id, reward: _reward, enabled, ...fields } = rule;
     return sendPage(reply, request, 200, NEW_RULE_FORM.view, {
       title: `Edit ${rule.name}`,
+      fieldLabels: NEW_RULE_FORM.labels,
       rule,
       ...(await ruleChoices(accountId)),
       values: { ...flatten(fields), ...(enabled ? { enabled: 'on' } : {}) },
@@ -205,7 +265,7 @@ const programPages: FastifyPluginAsyncTypebox = async (app) => {
     });
   });
 
-  app.post('/earning-rules/:id', { schema: postWithId }, async (request, reply) => {
+  app.post('/earning-rules/:id', { ...typed, schema: postWithId }, async (request, reply) => {
     const { accountId } = request.console!.user;
     const rule = await earningRules.getStored(accountId, request.params.id);
     const choices = await ruleChoices(accountId);
@@ -258,13 +318,14 @@ const programPages: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/activity-types', { schema: { ...hide, querystring: PageQuery } }, async (request, reply) => {
     return sendPage(reply, request, 200, ACTIVITY_TYPE_FORM.view, {
       title: ACTIVITY_TYPE_FORM.title,
+      fieldLabels: ACTIVITY_TYPE_FORM.labels,
       ...(await activityTypesData(request.console!.user.accountId)),
       values: {},
       notice: noticeFor(request.query.notice),
     });
   });
 
-  app.post('/activity-types', { schema: post }, async (request, reply) => {
+  app.post('/activity-types', { ...typed, schema: post }, async (request, reply) => {
     const { accountId } = request.console!.user;
     return submitForm(request, reply, {
       ...ACTIVITY_TYPE_FORM,
@@ -284,13 +345,14 @@ const programPages: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/vip-tiers', { schema: { ...hide, querystring: PageQuery } }, async (request, reply) => {
     return sendPage(reply, request, 200, TIERS_FORM.view, {
       title: TIERS_FORM.title,
+      fieldLabels: TIERS_FORM.labels,
       tiers: await vipTiers.list(request.console!.user.accountId),
       values: {},
       notice: noticeFor(request.query.notice),
     });
   });
 
-  app.post('/vip-tiers', { schema: post }, async (request, reply) => {
+  app.post('/vip-tiers', { ...typed, schema: post }, async (request, reply) => {
     const { accountId } = request.console!.user;
     return submitForm(request, reply, {
       ...TIERS_FORM,
@@ -307,6 +369,7 @@ const programPages: FastifyPluginAsyncTypebox = async (app) => {
     const tier = await ownTier(request.console!.user.accountId, request.params.id);
     return sendPage(reply, request, 200, 'vip-tier', {
       title: `Edit ${tier.name}`,
+      fieldLabels: TIERS_FORM.labels,
       tier,
       values: {
         ...flatten({ name: tier.name, milestone: tier.milestone, image_url: tier.image_url }),
@@ -315,7 +378,7 @@ const programPages: FastifyPluginAsyncTypebox = async (app) => {
     });
   });
 
-  app.post('/vip-tiers/:id', { schema: postWithId }, async (request, reply) => {
+  app.post('/vip-tiers/:id', { ...typed, schema: postWithId }, async (request, reply) => {
     const { accountId } = request.console!.user;
     const tier = await ownTier(accountId, request.params.id);
     return submitForm(request, reply, {
@@ -356,12 +419,13 @@ const programPages: FastifyPluginAsyncTypebox = async (app) => {
     const settings = await pointsSettings.get(request.console!.user.accountId);
     return sendPage(reply, request, 200, POINTS_SETTINGS_FORM.view, {
       title: POINTS_SETTINGS_FORM.title,
+      fieldLabels: POINTS_SETTINGS_FORM.labels,
       values: flatten(settings),
       notice: noticeFor(request.query.notice),
     });
   });
 
-  app.post('/points-settings', { schema: post }, async (request, reply) => {
+  app.post('/points-settings', { ...typed, schema: post }, async (request, reply) => {
     const form = new Form(request.body);
     return submitForm(request, reply, {
       ...POINTS_SETTINGS_FORM,
@@ -390,19 +454,91 @@ const programPages: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/points-products/new', { schema: hide }, async (request, reply) => {
     return sendPage(reply, request, 200, NEW_PRODUCT_FORM.view, {
       title: NEW_PRODUCT_FORM.title,
+      fieldLabels: NEW_PRODUCT_FORM.labels,
+      action: '/admin/points-products',
       values: { exchange_type: 'fixed', enabled: 'on' },
     });
   });
 
-  app.post('/points-products', { schema: post }, async (request, reply) => {
+  app.post('/points-products', { ...typed, schema: post }, async (request, reply) => {
     return submitForm(request, reply, {
       ...NEW_PRODUCT_FORM,
       values: request.body,
+      data: { action: '/admin/points-products' },
       save: async () => {
         await pointsProducts.create(request.console!.user.accountId, productInput(new Form(request.body)));
         return '/admin/points-products?notice=created';
       },
     });
+  });
+
+  app.get('/points-products/:id', { schema: { ...withId, querystring: PageQuery } }, async (request, reply) => {
+    const product = await ownProduct(request.console!.user.accountId, request.params.id);
+    const { id, exchange_type, reward, enabled, ...price } = product;
+    return sendPage(reply, request, 200, NEW_PRODUCT_FORM.view, {
+      title: `Edit ${reward.name}`,
+      fieldLabels: NEW_PRODUCT_FORM.labels,
+      action: `/admin/points-products/${id}`,
+      product,
+      values: {
+        ...flatten({
+          exchange_type,
+          points_price: price.points_price,
+          variable_points_step: price.variable_points_step,
+          variable_points_step_reward_value: price.variable_points_step_reward_value,
+          variable_points_min: price.variable_points_min,
+          variable_points_max: price.variable_points_max,
+          reward: { name: reward.name, description: reward.description, image_url: reward.image_url },
+        }),
+        ...(enabled ? { enabled: 'on' } : {}),
+      },
+      notice: noticeFor(request.query.notice),
+    });
+  });
+
+  app.post('/points-products/:id', { ...typed, schema: postWithId }, async (request, reply) => {
+    const { accountId } = request.console!.user;
+    const product = await ownProduct(accountId, request.params.id);
+    return submitForm(request, reply, {
+      ...NEW_PRODUCT_FORM,
+      title: `Edit ${product.reward.name}`,
+      values: request.body,
+      data: { product, action: `/admin/points-products/${product.id}` },
+      save: async () => {
+        await pointsProducts.update(accountId, product.id, productInput(new Form(request.body)));
+        return `/admin/points-products/${product.id}?notice=saved`;
+      },
+    });
+  });
+
+  app.get('/points-products/:id/delete', { schema: withId }, async (request, reply) => {
+    const { accountId } = request.console!.user;
+    const product = await ownProduct(accountId, request.params.id);
+    const bought = await pointsProducts.purchaseCount(accountId, product.id);
+    if (bought > 0) {
+      // Refused before it is asked: the confirmation would only lead to a refusal.
+      return sendPage(reply, request, 200, 'confirm', {
+        title: `${product.reward.name} cannot be deleted`,
+        message:
+          `It was bought ${bought === 1 ? 'once' : `${bought} times`}, and those purchases and the reward codes ` +
+          'they issued refer to it. Disable it instead: it is then neither listed nor sold.',
+        cancel: '/admin/points-products',
+      });
+    }
+    return sendPage(reply, request, 200, 'confirm', {
+      title: `Delete the points product ${product.reward.name}?`,
+      message: 'It was never bought. It is no longer listed or sold, and GET /v1/points_products/{id} answers 404.',
+      action: `/admin/points-products/${product.id}/delete`,
+      confirm: 'Delete the product',
+      cancel: '/admin/points-products',
+    });
+  });
+
+  app.post('/points-products/:id/delete', { schema: postWithId }, async (request, reply) => {
+    const { accountId } = request.console!.user;
+    const product = await ownProduct(accountId, request.params.id);
+    await pointsProducts.delete(accountId, product.id);
+    return reply.redirect('/admin/points-products?notice=deleted', 303);
   });
 
   for (const [action, enabled] of [

@@ -93,3 +93,20 @@ export async function latestActivities(
     points: Number(row.points),
   }));
 }
+
+/** The console users who posted these points transactions, by transaction id (those with one only). */
+export async function adjustmentStaff(
+  db: Kysely<Database>,
+  accountId: number,
+  transactionIds: readonly number[],
+): Promise<Map<number, string>> {
+  if (transactionIds.length === 0) return new Map();
+  const rows = await db
+    .selectFrom('points_transactions')
+    .innerJoin('users', 'users.id', 'points_transactions.created_by_user_id')
+    .select(['points_transactions.id', 'users.email'])
+    .where('points_transactions.account_id', '=', accountId)
+    .where('points_transactions.id', 'in', transactionIds)
+    .execute();
+  return new Map(rows.map((row) => [Number(row.id), row.email]));
+}

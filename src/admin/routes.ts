@@ -11,10 +11,11 @@ import { type SessionCookie, setSessionCookie } from '../http/session-cookie.js'
 import type { Session, SessionUser } from '../oauth/sessions.js';
 import accessPages from './access-pages.js';
 import customerPages from './customer-pages.js';
+import { Form } from './form.js';
 import { FormBody } from './form-schemas.js';
 import overviewPage from './overview-page.js';
 import programPages from './program-pages.js';
-import { ADMIN_FILES, CONSOLE_CSP, type PageData, renderPage } from './views.js';
+import { ADMIN_FILES, CONSOLE_CSP, type PageData, renderPage, SECTIONS } from './views.js';
 
 export const ADMIN_COOKIE = 'loyalty_admin_session';
 /** Strict: a page of another site can neither send the console's forms nor open it signed in. */
@@ -32,22 +33,38 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** Set by the console's preHandler on every page but sign-in (and its stylesheet). */
     console: ConsoleUser | null;
+    /**
+     * A form sent again after signing in, its session having expired when it was first sent: the
+     * page shows it as typed and saves nothing (`submitForm`).
+     */
+    consoleRestore: boolean;
   }
   interface FastifyContextConfig {
     /** A console page anyone may see: sign-in and the stylesheet. */
     consolePublic?: boolean;
+    /**
+     * A form a merchant types into (sent through `submitForm`): when it arrives after the
+     * session expired, what was typed is kept across signing in again.
+     */
+    consoleForm?: boolean;
   }
 }
 
 /** Where a signed-in merchant may be sent back to after signing in: console pages only. */
 const RETURN_PATH = /^\/admin(?:\/[A-Za-z0-9_-]+)*$/;
 
-const SignInBody = Type.Object({
-  csrf_token: Type.Optional(Type.String({ maxLength: 200 })),
-  email: Type.Optional(Type.String({ maxLength: 1000 })),
-  password: Type.Optional(Type.String({ maxLength: 4096 })),
-  next: Type.Optional(Type.String({ maxLength: 2048 })),
-});
+/**
+ * Sign-in's fields: `csrf_token`, `email`, `password`, `next`, and when a form's session had
+ * expired, `form_action` and the form's fields as `carry.<name>` (hence a record, bounded as
+ * every console form is).
+ */
+const SignInBody = FormBody;
+/** The prefix of a carried form's fields on the sign-in page. */
+const CARRY = 'carry.';
+/** Marks a form sent again after signing in: shown as typed, never saved. */
+const RESTORE_FIELD = 'restore_form';
+/** Never carried through the sign-in page: the old session's token and the restore mark. */
+const NOT_CARRIED = new Set(['csrf_token', RESTORE_FIELD]);
 const SignInQuery = Type.Object({ next: Type.Optional(Type.String({ maxLength: 2048 })) });
 
 /**
@@ -62,6 +79,7 @@ const adminRoutes: FastifyPluginAsyncTypebox = async (app) => {
   await app.register(formbody);
   await app.register(cookie);
   app.decorateRequest('console', null);
+  app.decorateRequest('consoleRestore', false);
 
   // Pages show balances, keys and CSRF tokens: never cached, never framed, no outside resources.
   // Set on the way in, so the app's default policy for other routes (set in onSend) keeps this one.
@@ -103,16 +121,54 @@ const adminRoutes: FastifyPluginAsyncTypebox = async (app) => {
     if (request.routeOptions.config.consolePublic) return;
     const session = await sessions.find(request.cookies[ADMIN_COOKIE]);
     if (!session?.user) {
+      if (request.method === 'POST') return expiredForm(request, reply, session);
       const path = request.url.split('?')[0] ?? '/admin';
       const next = request.method === 'GET' && RETURN_PATH.test(path) ? `?next=${encodeURIComponent(path)}` : '';
       return reply.redirect(`/admin/sign-in${next}`, 303);
     }
     const csrf = sessions.csrfToken(session);
-    if (request.method === 'POST' && !sessions.checkCsrf(session, (request.body as FormBody | undefined)?.csrf_token)) {
+    const body = request.body as FormBody | undefined;
+    if (request.method === 'POST' && !sessions.checkCsrf(session, body?.csrf_token)) {
       return refuseForm(request, reply);
     }
     request.console = { session, user: session.user, csrf };
+    if (request.method === 'POST' && body?.[RESTORE_FIELD] !== undefined) {
+      // Only forms are shown again; an action (disable, delete, revoke…) is never replayed.
+      if (!request.routeOptions.config.consoleForm) {
+        return sendPage(reply, request, 200, 'error', { title: 'Nothing was saved', message: EXPIRED_NOTHING_KEPT });
+      }
+      request.consoleRestore = true;
+    }
   });
+
+  /**
+   * A form sent after its session expired (or from another site: SameSite=Strict sends no cookie
+   * with a cross-site post). Nothing is saved; the sign-in page says so, and for a form the
+   * merchant typed into, carries its fields as hidden inputs. After signing in, the form is
+   * shown again filled in, for the merchant to check and send: never applied on its own, so a
+   * cross-site post can at most pre-fill a form its victim then reads.
+   */
+  async function expiredForm(request: FastifyRequest, reply: FastifyReply, session: Session | null) {
+    if (!session) {
+      session = await sessions.start();
+      setSessionCookie(request, reply, COOKIE, session);
+    }
+    const path = request.url.split('?')[0] ?? '/admin';
+    const form = request.routeOptions.config.consoleForm === true && RETURN_PATH.test(path);
+    const carried: Array<[string, string]> = [];
+    if (form) {
+      for (const [name, value] of Object.entries((request.body as FormBody | undefined) ?? {})) {
+        if (NOT_CARRIED.has(name) || value === undefined) continue;
+        for (const one of Array.isArray(value) ? value : [value]) carried.push([CARRY + name, one]);
+      }
+    }
+    return sendSignIn(reply, request, 401, {
+      csrf: sessions.csrfToken(session),
+      next: sectionOf(path),
+      expired: form ? EXPIRED_KEPT : EXPIRED_NOTHING_KEPT,
+      ...(form ? { formAction: path, carried } : {}),
+    });
+  }
 
   app.get('/assets/admin.css', { config: { consolePublic: true }, schema: { hide: true } }, async (_request, reply) =>
     reply.header('cache-control', 'public, max-age=300').type('text/css; charset=utf-8').send(STYLESHEET),
@@ -139,20 +195,51 @@ const adminRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/sign-in',
     { config: { consolePublic: true }, schema: { hide: true, body: SignInBody } },
     async (request, reply) => {
-      const body = request.body;
+      const body = new Form(request.body);
       const session = await sessions.find(request.cookies[ADMIN_COOKIE]);
-      if (!session || !sessions.checkCsrf(session, body.csrf_token)) return refuseForm(request, reply);
-      const email = (body.email ?? '').trim();
-      const password = body.password ?? '';
-      const next = returnPath(body.next);
+      if (!session || !sessions.checkCsrf(session, body.text('csrf_token'))) return refuseForm(request, reply);
+      const email = body.text('email').trim();
+      const password = body.text('password');
+      const next = returnPath(body.optional('next'));
+      const formAction = body.optional('form_action');
+      const carried = Object.keys(request.body)
+        .filter((name) => name.startsWith(CARRY))
+        .flatMap((name) => body.all(name).map((value): [string, string] => [name, value]));
       const result = await sessions.signInFromForm(session, email, password, request.ip);
       if (result.kind === 'refused') {
         if (result.retryAfterSeconds) reply.header('retry-after', String(result.retryAfterSeconds));
-        const error = result.message;
-        return sendSignIn(reply, request, result.status, { csrf: sessions.csrfToken(session), next, email, error });
+        return sendSignIn(reply, request, result.status, {
+          csrf: sessions.csrfToken(session),
+          next,
+          email,
+          error: result.message,
+          ...(formAction === undefined ? {} : { formAction, carried, expired: EXPIRED_KEPT }),
+        });
       }
       // A new session id at sign-in: a cookie planted before it signs nobody in.
       setSessionCookie(request, reply, COOKIE, result.session);
+      if (formAction !== undefined && RETURN_PATH.test(formAction) && formAction !== '/admin/sign-in') {
+        // The form as typed, shown by its own page in the new session (its handler saves nothing
+        // for a restored form): the same request the merchant would make by sending it again.
+        const resend = new URLSearchParams(
+          carried.map(([name, value]): [string, string] => [name.slice(CARRY.length), value]),
+        );
+        resend.set('csrf_token', sessions.csrfToken(result.session));
+        resend.set(RESTORE_FIELD, '1');
+        const shown = await app.inject({
+          method: 'POST',
+          url: formAction,
+          headers: {
+            cookie: `${ADMIN_COOKIE}=${result.session.id}`,
+            'content-type': 'application/x-www-form-urlencoded',
+          },
+          payload: resend.toString(),
+        });
+        return reply
+          .code(shown.statusCode)
+          .type(String(shown.headers['content-type'] ?? 'text/html; charset=utf-8'))
+          .send(shown.body);
+      }
       return reply.redirect(next, 303);
     },
   );
@@ -185,7 +272,17 @@ function sendSignIn(
   reply: FastifyReply,
   request: FastifyRequest,
   status: number,
-  data: { csrf: string; next: string; email?: string; error?: string },
+  data: {
+    csrf: string;
+    next: string;
+    email?: string;
+    error?: string;
+    /** Why sign-in is asked again: a form was sent after the session expired. */
+    expired?: string;
+    /** That form's path and its fields, carried as hidden inputs (`carry.<name>`). */
+    formAction?: string;
+    carried?: Array<[string, string]>;
+  },
 ): FastifyReply {
   return sendPage(reply, request, status, 'sign-in', { title: 'Sign in', ...data });
 }
@@ -197,6 +294,17 @@ function refuseForm(request: FastifyRequest, reply: FastifyReply): FastifyReply 
       'The form was not sent from this console, or your session has ended (cookies must be enabled). ' +
       'Nothing was changed: open the page again and resend it.',
   });
+}
+
+const EXPIRED_KEPT =
+  'Your session expired; nothing was saved. Sign in again: the form will be shown with what you typed, for you to check and send again.';
+const EXPIRED_NOTHING_KEPT = 'Your session expired; nothing was saved. Sign in again, then do it again.';
+
+/** The console section a path belongs to: where an action whose session expired leads after sign-in. */
+function sectionOf(path: string): string {
+  return (
+    SECTIONS.find((section) => path === section.href || path.startsWith(`${section.href}/`))?.href ?? '/admin/overview'
+  );
 }
 
 function returnPath(next: string | undefined): string {

@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Eta } from 'eta';
+import { type PointsLabel, pointsText } from './form.js';
 import type { ConsoleUser } from './routes.js';
 
 /**
@@ -62,6 +63,8 @@ const fmt = {
   time: (ms: number) => `${new Date(ms).toISOString().slice(0, 16).replace('T', ' ')} UTC`,
   /** An ISO timestamp of the API as `time` writes it. */
   isoTime: (iso: string) => `${iso.slice(0, 16).replace('T', ' ')} UTC`,
+  /** 1,500 Coins: an amount in the account's points labels. */
+  points: (n: number, label: PointsLabel) => pointsText(n, label),
   /** The section a path belongs to. */
   current: (path: string, href: string) => path === href || path.startsWith(`${href}/`),
 };

@@ -5,12 +5,65 @@ export async function insertApiKey(db: Kysely<Database>, key: Insertable<ApiKeys
   return db.insertInto('api_keys').values(key).returningAll().executeTakeFirstOrThrow();
 }
 
-export async function findApiKeyByHash(db: Kysely<Database>, hash: string): Promise<ApiKeyRow | undefined> {
-  return db.selectFrom('api_keys').selectAll().where('key_hash', '=', hash).executeTakeFirst();
+/** What authenticating with an API key reads: the hot path, so only these columns. */
+export type ApiKeyAuthRow = Pick<ApiKeyRow, 'id' | 'account_id' | 'scopes' | 'revoked_at' | 'last_used_at'>;
+
+export async function findApiKeyByHash(db: Kysely<Database>, hash: string): Promise<ApiKeyAuthRow | undefined> {
+  return db
+    .selectFrom('api_keys')
+    .select(['id', 'account_id', 'scopes', 'revoked_at', 'last_used_at'])
+    .where('key_hash', '=', hash)
+    .executeTakeFirst();
 }
 
-export async function listApiKeys(db: Kysely<Database>, accountId: number): Promise<ApiKeyRow[]> {
-  return db.selectFrom('api_keys').selectAll().where('account_id', '=', accountId).orderBy('id').execute();
+/** The account's keys, newest first (`asc`: oldest first). */
+export async function listApiKeys(
+  db: Kysely<Database>,
+  accountId: number,
+  order: 'asc' | 'desc' = 'desc',
+): Promise<ApiKeyRow[]> {
+  return db.selectFrom('api_keys').selectAll().where('account_id', '=', accountId).orderBy('id', order).execute();
+}
+
+/**
+ * Records that the key was used at `now`, unless a use at or after `since` is recorded already:
+ * of processes that race to record one use, one writes (the condition is checked again under
+ * the row's lock), so a key's row is written at most once per interval.
+ */
+export async function recordApiKeyUse(db: Kysely<Database>, id: number, now: number, since: number): Promise<void> {
+  await db
+    .updateTable('api_keys')
+    .set({ last_used_at: now })
+    .where('id', '=', id)
+    .where((eb) => eb.or([eb('last_used_at', 'is', null), eb('last_used_at', '<', since)]))
+    .execute();
+}
+
+/** The sealed raw key of the account's key `id`, with its hash and when it was made; undefined when there is none. */
+export async function findSealedApiKey(
+  db: Kysely<Database>,
+  accountId: number,
+  id: number,
+): Promise<{ sealed: string; keyHash: string; createdAt: number } | undefined> {
+  const row = await db
+    .selectFrom('api_keys')
+    .select(['sealed_key', 'key_hash', 'created_at'])
+    .where('id', '=', id)
+    .where('account_id', '=', accountId)
+    .where('sealed_key', 'is not', null)
+    .executeTakeFirst();
+  return row?.sealed_key ? { sealed: row.sealed_key, keyHash: row.key_hash, createdAt: row.created_at } : undefined;
+}
+
+/** Clears the sealed key if it is still `sealed`; true for the one caller that cleared it. */
+export async function clearSealedApiKey(db: Kysely<Database>, id: number, sealed: string): Promise<boolean> {
+  const result = await db
+    .updateTable('api_keys')
+    .set({ sealed_key: null })
+    .where('id', '=', id)
+    .where('sealed_key', '=', sealed)
+    .executeTakeFirst();
+  return result.numUpdatedRows > 0n;
 }
 
 /** Marks the key revoked (once); returns the row, or undefined when there is no such key. */

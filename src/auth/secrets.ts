@@ -1,4 +1,4 @@
-import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createCipheriv, createDecipheriv, hash, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto';
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 
@@ -48,4 +48,36 @@ export function digestsEqual(a: string, b: string): boolean {
 export function redact(secret: string): string {
   const cut = secret.indexOf('_') + 5;
   return `${secret.slice(0, cut)}…`;
+}
+
+/**
+ * Encrypts `plaintext` (AES-256-GCM) under a key derived (HKDF-SHA256) from `secret`, bound to
+ * `context` (authenticated, not stored). Used to hold a new API key for the one page that shows
+ * it, sealed to the browser session that made it: the database holds only the session id's hash,
+ * so what it stores cannot be read without the session's cookie.
+ */
+export function seal(plaintext: string, secret: string, context: string): string {
+  const iv = randomBytes(12);
+  const cipher = createCipheriv('aes-256-gcm', sealKey(secret), iv);
+  cipher.setAAD(Buffer.from(context));
+  const body = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
+  return Buffer.concat([iv, cipher.getAuthTag(), body]).toString('base64url');
+}
+
+/** What `seal` sealed with this secret and context, or null (another secret, context, or tampering). */
+export function unseal(sealed: string, secret: string, context: string): string | null {
+  const bytes = Buffer.from(sealed, 'base64url');
+  if (bytes.length < 28) return null;
+  try {
+    const decipher = createDecipheriv('aes-256-gcm', sealKey(secret), bytes.subarray(0, 12));
+    decipher.setAAD(Buffer.from(context));
+    decipher.setAuthTag(bytes.subarray(12, 28));
+    return Buffer.concat([decipher.update(bytes.subarray(28)), decipher.final()]).toString('utf8');
+  } catch {
+    return null;
+  }
+}
+
+function sealKey(secret: string): Buffer {
+  return Buffer.from(hkdfSync('sha256', secret, Buffer.alloc(0), 'loyalty:sealed-secret:v1', 32));
 }

@@ -5,17 +5,30 @@ import { DomainError, invalidParameter, notFound } from '../errors.js';
 import { loadOnce } from '../load-once.js';
 import type { Database } from '../storage/schema.js';
 import {
+  type ApiKeyAuthRow,
+  clearSealedApiKey,
   findAccessTokenWithClientId,
   findApiKeyByHash,
+  findSealedApiKey,
   insertAccessToken,
   insertApiKey,
   listApiKeys,
+  recordApiKeyUse,
   revokeAccessTokenByHash,
   revokeApiKey,
 } from './repository.js';
 import type { TokenRevocations } from './revocations.js';
 import { ALL_SCOPES, decodeScopes, encodeScopes, parseScopes, type Scope } from './scopes.js';
-import { ACCESS_TOKEN_PREFIX, API_KEY_PREFIX, isCredentialShaped, newSecret, redact, sha256Hex } from './secrets.js';
+import {
+  ACCESS_TOKEN_PREFIX,
+  API_KEY_PREFIX,
+  isCredentialShaped,
+  newSecret,
+  redact,
+  seal,
+  sha256Hex,
+  unseal,
+} from './secrets.js';
 
 /** Who is calling: the credential a request authenticated with. */
 export interface Credential {
@@ -46,6 +59,30 @@ export interface ApiKeySummary {
   scopes: Scope[];
   revoked: boolean;
 }
+
+/** A key as the console lists it: its summary, name, and when it was made and last used. */
+export interface ApiKeyDetails extends ApiKeySummary {
+  name: string;
+  createdAt: number;
+  /** When it was used first in the latest LAST_USED_INTERVAL_MS it was used in, or null (never). */
+  lastUsedAt: number | null;
+  /** Used within the last LAST_USED_INTERVAL_MS (lastUsedAt is then up to that interval early). */
+  usedRecently: boolean;
+}
+
+/** What a key made in the console is called when no name is given (and keys made before names). */
+export const UNNAMED_KEY = 'Unnamed key';
+const MAX_KEY_NAME = 100;
+
+/**
+ * How precisely a key's last use is kept: its row is written at most once per this interval
+ * (API-key authentication is the hot read path; a write per request would make it a write path).
+ * A key used now shows a last use at most this long ago.
+ */
+export const LAST_USED_INTERVAL_MS = 60 * 60 * 1000;
+
+/** How long after it was made a key sealed for the console can still be shown (once). */
+export const REVEAL_WINDOW_MS = 10 * 60 * 1000;
 
 /** What issuing an access token needs to know of an app. */
 export interface TokenApp {
@@ -102,29 +139,85 @@ export class CredentialsService {
     revocations.onStart(() => this.loads.clear());
   }
 
-  /** A new API key for the account; the raw key is in the result and nowhere else, ever. */
-  async createApiKey(accountId: number, scopes?: string | readonly string[]): Promise<CreatedApiKey> {
-    const granted = parseScopes(scopes, ALL_SCOPES);
+  /**
+   * A new API key for the account; the raw key is in the result and nowhere else, ever, unless
+   * `sealFor` is given: then it is also stored encrypted with a key derived from that secret (the
+   * console's session cookie) until `revealApiKey` reads it once. `name` is what the merchant
+   * calls it (1 to 100 characters; UNNAMED_KEY when absent).
+   */
+  async createApiKey(
+    accountId: number,
+    scopes?: string | readonly string[],
+    options: { name?: string; sealFor?: string } = {},
+  ): Promise<CreatedApiKey> {
+    // Both fields checked before either is refused: a form shows every error at once.
+    const named = attempt(() => keyName(options.name));
+    const scoped = attempt(() => parseScopes(scopes, ALL_SCOPES));
+    if ('error' in named || 'error' in scoped) {
+      const details = [named, scoped].flatMap((result) => ('error' in result ? (result.error.details ?? []) : []));
+      throw new DomainError('invalid_parameter', details.map((d) => `${d.field} ${d.message}`).join('; '), details);
+    }
+    const name = named.value;
+    const granted = scoped.value;
     await this.accounts.require(accountId);
     const key = newSecret(API_KEY_PREFIX);
+    const keyHash = sha256Hex(key);
     const row = await insertApiKey(this.db, {
       account_id: accountId,
-      key_hash: sha256Hex(key),
+      key_hash: keyHash,
       key_prefix: redact(key),
       scopes: encodeScopes(granted),
+      name,
       created_at: this.clock.now(),
       revoked_at: null,
+      ...(options.sealFor === undefined ? {} : { sealed_key: seal(key, options.sealFor, sealContext(keyHash)) }),
     });
     return { id: row.id, key, scopes: granted };
   }
 
+  /**
+   * The raw key of the account's key `id` sealed for `secret` by createApiKey, once: the first
+   * call with the secret that sealed it, within REVEAL_WINDOW_MS of its making, gets it and clears
+   * it; every other call gets null (shown already, never sealed, too late, or another session).
+   */
+  async revealApiKey(accountId: number, id: number, secret: string): Promise<string | null> {
+    const found = await findSealedApiKey(this.db, accountId, id);
+    if (!found) return null;
+    if (this.clock.now() - found.createdAt > REVEAL_WINDOW_MS) {
+      await clearSealedApiKey(this.db, id, found.sealed);
+      return null;
+    }
+    // Another session's key stays sealed for its own session (a colleague opening the link
+    // must not make it unreadable for the one who made it).
+    const key = unseal(found.sealed, secret, sealContext(found.keyHash));
+    if (key === null || sha256Hex(key) !== found.keyHash) return null;
+    return (await clearSealedApiKey(this.db, id, found.sealed)) ? key : null;
+  }
+
+  /** The account's keys, oldest first (the `loyalty api-keys list` command's order and shape). */
   async listApiKeys(accountId: number): Promise<ApiKeySummary[]> {
     await this.accounts.require(accountId);
-    return (await listApiKeys(this.db, accountId)).map((row) => ({
+    return (await listApiKeys(this.db, accountId, 'asc')).map((row) => ({
       id: row.id,
       key: row.key_prefix,
       scopes: decodeScopes(row.scopes),
       revoked: row.revoked_at !== null,
+    }));
+  }
+
+  /** The account's keys, newest first, with their names and when they were made and last used. */
+  async apiKeyDetails(accountId: number): Promise<ApiKeyDetails[]> {
+    await this.accounts.require(accountId);
+    const since = this.clock.now() - LAST_USED_INTERVAL_MS;
+    return (await listApiKeys(this.db, accountId, 'desc')).map((row) => ({
+      id: row.id,
+      key: row.key_prefix,
+      scopes: decodeScopes(row.scopes),
+      revoked: row.revoked_at !== null,
+      name: row.name,
+      createdAt: row.created_at,
+      lastUsedAt: row.last_used_at,
+      usedRecently: row.last_used_at !== null && row.last_used_at >= since,
     }));
   }
 
@@ -190,8 +283,27 @@ export class CredentialsService {
       appId: null,
       scopes: decodeScopes(row.scopes),
     };
+    // Not awaited: a read must not wait for a write (on SQLite, for another process's write lock).
+    void this.recordUse(row);
     this.keep(hash, { credential, until: started + CREDENTIAL_CACHE_MS, expiresAt: null, revocations: null });
     return credential;
+  }
+
+  /**
+   * Records the key's use when none is recorded within LAST_USED_INTERVAL_MS. Runs only on a live
+   * read (at most once per CREDENTIAL_CACHE_MS per key and process), and writes at most once per
+   * interval per key across processes. The request does not wait for it; it never throws.
+   */
+  private async recordUse(row: ApiKeyAuthRow): Promise<void> {
+    const now = this.clock.now();
+    const since = now - LAST_USED_INTERVAL_MS;
+    if (row.last_used_at !== null && row.last_used_at >= since) return;
+    try {
+      await recordApiKeyUse(this.db, row.id, now, since);
+    } catch {
+      // The last-used time is a hint for the console: failing to record it must not refuse a
+      // valid key (a busy database refuses the request's own work soon enough, with its error).
+    }
   }
 
   private async loadAccessToken(hash: string): Promise<Credential | null> {
@@ -263,6 +375,32 @@ export class CredentialsService {
     const load = bearer.startsWith(API_KEY_PREFIX) ? () => this.loadApiKey(hash) : () => this.loadAccessToken(hash);
     return loadOnce(this.loads, hash, load);
   }
+}
+
+/** A key's name as given: trimmed, 1 to 100 characters, no control characters; UNNAMED_KEY when absent. */
+function keyName(name: string | undefined): string {
+  if (name === undefined) return UNNAMED_KEY;
+  const trimmed = name.trim();
+  if (trimmed === '') throw invalidParameter('name', 'is required');
+  if ([...trimmed].length > MAX_KEY_NAME) throw invalidParameter('name', `must be at most ${MAX_KEY_NAME} characters`);
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is refused
+  if (/[\u0000-\u001f\u007f]/.test(trimmed)) throw invalidParameter('name', 'must not contain control characters');
+  return trimmed;
+}
+
+/** `run`'s value, or the DomainError it threw (anything else is rethrown). */
+function attempt<T>(run: () => T): { value: T } | { error: DomainError } {
+  try {
+    return { value: run() };
+  } catch (error) {
+    if (error instanceof DomainError) return { error };
+    throw error;
+  }
+}
+
+/** What a sealed key is bound to: its own hash, so a sealed value cannot be moved to another key. */
+function sealContext(keyHash: string): string {
+  return `api-key:${keyHash}`;
 }
 
 /** The 401 of the contract; `tokenSent` adds `error="invalid_token"`. */

@@ -1,4 +1,4 @@
-import { type Kysely, PostgresAdapter } from 'kysely';
+import { type Kysely, PostgresAdapter, sql } from 'kysely';
 import type { Direction } from '../pagination/cursor.js';
 import { compiledQuery, pick } from '../storage/compiled-query.js';
 import type { CustomerRow, CustomerState, Database } from '../storage/schema.js';
@@ -120,6 +120,57 @@ export async function findCustomersPage(
     .$if(filters.emailNormalized !== undefined, (q) => q.where('email_normalized', '=', filters.emailNormalized!))
     .$if(filters.state !== undefined, (q) => q.where('state', '=', filters.state!))
     .$if(filters.updatedAtMin !== undefined, (q) => q.where('updated_at', '>=', filters.updatedAtMin!))
+    .$if(boundary !== null, (q) => q.where('id', direction === 'next' ? '<' : '>', boundary!))
+    .orderBy('id', direction === 'next' ? 'desc' : 'asc')
+    .limit(rows)
+    .execute();
+}
+
+/** The console's search: part of an email or name, a state, a VIP tier (`null`: none). */
+export interface CustomerSearch {
+  /** Lower-cased text found anywhere in the email, first name, last name or "first last". */
+  text?: string;
+  state?: CustomerState;
+  tierId?: number | null;
+}
+
+/** `text` as a LIKE pattern that matches it anywhere, its wildcards (and the escape) taken literally. */
+export function containsPattern(text: string): string {
+  return `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+}
+
+/**
+ * Up to `rows` of the account's customers matching the console's search, beyond `boundary`
+ * (see keysetPage). The text is compared lower-cased on both engines (`lower(column) LIKE
+ * lower-case pattern`, the same result on SQLite and PostgreSQL, where LIKE alone is
+ * case-sensitive). A substring cannot use an index: this scans the account's customers in id
+ * order, newest first, and stops at a page; the term's length is bounded by the caller.
+ */
+export async function searchCustomersPage(
+  db: Kysely<Database>,
+  accountId: number,
+  search: CustomerSearch,
+  direction: Direction,
+  boundary: number | null,
+  rows: number,
+): Promise<CustomerRow[]> {
+  const pattern = search.text === undefined ? null : containsPattern(search.text);
+  return db
+    .selectFrom('customers')
+    .selectAll()
+    .where('account_id', '=', accountId)
+    .$if(pattern !== null, (q) =>
+      q.where(
+        sql<boolean>`(email_normalized like ${pattern} escape '\\'
+          or lower(coalesce(first_name, '')) like ${pattern} escape '\\'
+          or lower(coalesce(last_name, '')) like ${pattern} escape '\\'
+          or lower(coalesce(first_name, '') || ' ' || coalesce(last_name, '')) like ${pattern} escape '\\')`,
+      ),
+    )
+    .$if(search.state !== undefined, (q) => q.where('state', '=', search.state!))
+    .$if(search.tierId !== undefined, (q) =>
+      search.tierId === null ? q.where('vip_tier_id', 'is', null) : q.where('vip_tier_id', '=', search.tierId!),
+    )
     .$if(boundary !== null, (q) => q.where('id', direction === 'next' ? '<' : '>', boundary!))
     .orderBy('id', direction === 'next' ? 'desc' : 'asc')
     .limit(rows)

@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import { type Kysely, PostgresAdapter } from 'kysely';
 import type { Direction } from '../pagination/cursor.js';
 import { compiledQuery, pick } from '../storage/compiled-query.js';
 import type { Database, PointsProductRow, PointsPurchaseRow, RewardRow } from '../storage/schema.js';
@@ -162,6 +162,82 @@ export async function updateProductEnabled(db: Kysely<Database>, id: number, ena
     .where('id', '=', id)
     .executeTakeFirst();
   return result.numUpdatedRows > 0n;
+}
+
+/**
+ * Replaces a product's reward and price (call inside a transaction); false when the account has
+ * no product with this id.
+ */
+export async function updateProduct(
+  db: Kysely<Database>,
+  accountId: number,
+  id: number,
+  input: PointsProductInput,
+  now: number,
+): Promise<boolean> {
+  const stored = await findProduct(db, id, accountId);
+  if (!stored) return false;
+  await db
+    .updateTable('rewards')
+    .set({
+      name: input.reward.name,
+      description: input.reward.description ?? '',
+      image_url: input.reward.image_url ?? '',
+      updated_at: now,
+    })
+    .where('id', '=', stored.reward.id)
+    .execute();
+  const variable = input.exchange_type === 'variable' ? input : null;
+  await db
+    .updateTable('points_products')
+    .set({
+      enabled: input.enabled === false ? 0 : 1,
+      exchange_type: input.exchange_type,
+      points_price: input.exchange_type === 'fixed' ? input.points_price : null,
+      variable_points_step: variable?.variable_points_step ?? null,
+      variable_points_step_reward_value: variable?.variable_points_step_reward_value ?? null,
+      variable_points_min: variable?.variable_points_min ?? null,
+      variable_points_max: variable?.variable_points_max ?? null,
+      updated_at: now,
+    })
+    .where('id', '=', id)
+    .execute();
+  return true;
+}
+
+/**
+ * The account's product, locked until the transaction ends (PostgreSQL; SQLite's write lock
+ * already serialises writers): a purchase inserting a row that references it waits, so a count of
+ * its purchases stays true until the product is deleted.
+ */
+export async function lockProduct(
+  db: Kysely<Database>,
+  id: number,
+  accountId: number,
+): Promise<PointsProductRow | undefined> {
+  return db
+    .selectFrom('points_products')
+    .selectAll()
+    .where('id', '=', id)
+    .where('account_id', '=', accountId)
+    .$if(db.getExecutor().adapter instanceof PostgresAdapter, (query) => query.forUpdate())
+    .executeTakeFirst();
+}
+
+/** How many times a product was bought. */
+export async function countPurchases(db: Kysely<Database>, productId: number): Promise<number> {
+  const row = await db
+    .selectFrom('points_purchases')
+    .select((eb) => eb.fn.countAll().as('n'))
+    .where('points_product_id', '=', productId)
+    .executeTakeFirst();
+  return Number(row?.n ?? 0);
+}
+
+/** Deletes a product and its reward (call inside a transaction, after `lockProduct`). */
+export async function deleteProduct(db: Kysely<Database>, product: PointsProductRow): Promise<void> {
+  await db.deleteFrom('points_products').where('id', '=', product.id).execute();
+  await db.deleteFrom('rewards').where('id', '=', product.reward_id).execute();
 }
 
 export async function insertPurchase(

@@ -16,12 +16,16 @@ import type { Database } from '../storage/schema.js';
 import { validate } from '../validate.js';
 import { newRewardCode } from './code.js';
 import {
+  countPurchases,
+  deleteProduct,
   findProduct,
   findProductsPage,
   insertProducts,
   insertPurchase,
   listProducts,
+  lockProduct,
   type StoredProduct,
+  updateProduct,
   updateProductEnabled,
 } from './repository.js';
 import {
@@ -123,6 +127,53 @@ export class PointsProductsService {
       ...toPointsProduct(stored, await this.pointsSettings.get(stored.product.account_id)),
       enabled: stored.product.enabled === 1,
     };
+  }
+
+  /**
+   * Replaces the account's product's reward and price with `input` (what `create` takes for one
+   * product; `enabled` left out is true); `404` for an id the account does not have. Purchases
+   * made before keep the points they spent and the codes they were issued.
+   */
+  async update(accountId: number, id: number, input: unknown): Promise<StoredPointsProduct> {
+    const product = validate(PointsProductInput, input, 'points_product');
+    checkSteps(product, 'points_product');
+    const now = this.clock.now();
+    const found = await this.db.transaction().execute((trx) => updateProduct(trx, accountId, id, product, now));
+    if (!found) throw notFound(`points product ${id} does not exist`);
+    const stored = (await findProduct(this.db, id, accountId))!;
+    return {
+      ...toPointsProduct(stored, await this.pointsSettings.get(accountId)),
+      enabled: stored.product.enabled === 1,
+    };
+  }
+
+  /** How many times the account's product was bought; `404` for an id the account does not have. */
+  async purchaseCount(accountId: number, id: number): Promise<number> {
+    if (!(await findProduct(this.db, id, accountId))) throw notFound(`points product ${id} does not exist`);
+    return countPurchases(this.db, id);
+  }
+
+  /**
+   * Deletes a product that was never bought, with its reward. One that was is refused
+   * (`invalid_request`): its purchases and the codes they issued name it, and deleting it would
+   * delete them. Disabling withdraws it instead. The product is locked while its purchases are
+   * counted, so a purchase racing the deletion either comes first (and refuses it) or fails.
+   */
+  async delete(accountId: number, id: number): Promise<void> {
+    await this.db.transaction().execute(async (trx) => {
+      const product = await lockProduct(trx, id, accountId);
+      if (!product) throw notFound(`points product ${id} does not exist`);
+      const bought = await countPurchases(trx, id);
+      if (bought > 0) {
+        throw new DomainError(
+          'invalid_request',
+          `points product ${id} was bought ${bought === 1 ? 'once' : `${bought} times`}: it cannot be deleted, ` +
+            'because its purchases and the reward codes they issued refer to it. Disable it instead: it is then ' +
+            'neither listed nor sold.',
+        );
+      }
+      await deleteProduct(trx, product);
+    });
   }
 
   /**

@@ -37,6 +37,8 @@ export interface LedgerEntry {
   pointsPurchaseId?: number;
   earningRuleId?: number;
   occurredAt?: number;
+  /** The console user who made a manual adjustment (kept for the console; never in the API's answer). */
+  createdByUserId?: number;
 }
 
 /**
@@ -84,6 +86,7 @@ export class PointsTransactionsService {
       occurred_at: entry.occurredAt ?? now,
       created_at: now,
       updated_at: now,
+      created_by_user_id: entry.createdByUserId ?? null,
     });
     customer.points_balance = balance;
     customer.points_earned = earned;
@@ -94,13 +97,15 @@ export class PointsTransactionsService {
 
   /**
    * `POST /v1/points_transactions`: a manual change to a customer's balance, with the contract's
-   * `Idempotency-Key`. Answers `201` with `serialize(transaction)`.
+   * `Idempotency-Key`. Answers `201` with `serialize(transaction)`. `createdByUserId`: the console
+   * user who made it (the API's entries have none), recorded but not part of the answer.
    */
   async create(
     accountId: number,
     input: PointsTransactionInput,
     key: string | undefined,
     serialize: (transaction: PointsTransaction) => string,
+    createdByUserId?: number,
   ): Promise<Answer> {
     const request = { accountId, key, fingerprint: fingerprint('POST /v1/points_transactions', input) };
     return this.idempotency.run(
@@ -115,6 +120,7 @@ export class PointsTransactionsService {
           pointsChange: input.points_change,
           description: input.description ?? '',
           internalNote: input.internal_note ?? null,
+          ...(createdByUserId === undefined ? {} : { createdByUserId }),
         };
         return this.post(trx, customer, entry, this.clock.now());
       },

@@ -51,6 +51,12 @@ export interface ApiKeysTable {
   scopes: string;
   created_at: number;
   revoked_at: number | null;
+  /** What the merchant calls the key. */
+  name: Generated<string>;
+  /** When the key was last used, written at most once an hour (LAST_USED_INTERVAL_MS). */
+  last_used_at: Generated<number | null>;
+  /** The raw key of a key just made in the console, sealed to its session, until shown once. */
+  sealed_key: Generated<string | null>;
 }
 
 export interface AppsTable {
@@ -185,10 +191,14 @@ export interface OAuthSessionsTable {
 }
 
 export interface OAuthSignInFailuresTable {
-  /** `email:<sha256>` or `ip:<address>`. */
+  /** `pair:<sha256 of address and email>` or `ip:<address, an IPv6 one as its /64>`. */
   key: string;
+  /** Sign-in attempts of the current run, each counted before its password was checked. */
   failures: number;
+  /** When the current run began. */
   window_started_at: number;
+  /** No attempt of this key is checked before this time (the sign-in throttle's delay). */
+  retry_at: Generated<number>;
 }
 
 export interface OAuthGrantsTable {
@@ -281,6 +291,8 @@ export interface PointsTransactionsTable {
   occurred_at: number;
   created_at: number;
   updated_at: number;
+  /** The console user who posted a manual adjustment; null for the API's and the engine's entries. */
+  created_by_user_id: Generated<number | null>;
 }
 
 export interface PointsSettingsTable {

@@ -23,6 +23,41 @@ if (!runnable) {
   console.warn(`[console browser test] skipped: ${CHROMIUM} does not exist (install Debian's chromium to run it).`);
 }
 
+/** The one account the test made (its users sign in to it). */
+function accountIdOf(accounts: Array<{ id: number; name: string }>): number {
+  const account = accounts.find((candidate) => candidate.name === 'Console Shop');
+  if (!account) throw new Error('no Console Shop account');
+  return account.id;
+}
+
+/**
+ * What does not fit a 375 px wide screen: the page scrolling sideways, and each visible element
+ * whose right edge lies past the viewport, unless it is inside an element that scrolls sideways
+ * on purpose (overflow-x auto or scroll).
+ */
+async function overflowAt375(page: Page): Promise<string[]> {
+  return page.evaluate(() => {
+    const problems: string[] = [];
+    const width = document.documentElement.clientWidth;
+    if (document.documentElement.scrollWidth > width) {
+      problems.push(`the page is ${document.documentElement.scrollWidth - width} px wider than the screen`);
+    }
+    const scrolls = (element: Element) => ['auto', 'scroll'].includes(getComputedStyle(element).overflowX);
+    for (const element of Array.from(document.body.querySelectorAll('*'))) {
+      const box = element.getBoundingClientRect();
+      if (box.width === 0 || box.height === 0 || box.right <= width + 0.5) continue;
+      let inside = element.parentElement;
+      while (inside && !scrolls(inside)) inside = inside.parentElement;
+      if (inside) continue;
+      const name = `${element.tagName.toLowerCase()}${element.id ? `#${element.id}` : ''}${element.className && typeof element.className === 'string' ? `.${element.className.split(' ').join('.')}` : ''}`;
+      problems.push(
+        `${name} ends at ${Math.round(box.right)} px ("${(element.textContent ?? '').trim().slice(0, 40)}")`,
+      );
+    }
+    return problems;
+  });
+}
+
 interface AxeViolation {
   id: string;
   impact: string | null;
@@ -116,10 +151,10 @@ describe.runIf(runnable)(`the merchant console in a real browser (Chromium, serv
     await page.getByRole('link', { name: 'New earning rule' }).click();
     await page.getByLabel('Name', { exact: true }).fill('Order placed');
     await page.getByLabel('Activity type').selectOption(token);
-    await page.getByLabel('Points each time (fixed)').fill('50');
+    await page.getByLabel('Points each time', { exact: true }).fill('50');
     await page.getByRole('button', { name: 'Save earning rule' }).click();
     await page.getByText('The form has 1 error: nothing was saved.').waitFor();
-    expect(await page.getByLabel('Points each time (fixed)').inputValue()).toBe('50');
+    expect(await page.getByLabel('Points each time', { exact: true }).inputValue()).toBe('50');
     await seen(page, '04-earning-rule-refused');
     await page.getByLabel('Image URL').fill('https://cdn.example.com/order.png');
     await page.getByRole('button', { name: 'Save earning rule' }).click();
@@ -129,6 +164,10 @@ describe.runIf(runnable)(`the merchant console in a real browser (Chromium, serv
 
     // An API key with the scopes it needs, copied from the page that shows it once.
     await page.getByRole('link', { name: 'API keys' }).click();
+    await page.getByLabel('Name', { exact: true }).fill('Web shop');
+    for (const scope of ['activity:write', 'customer:read', 'earning_rule:read']) {
+      await page.locator(`input[name="scopes"][value="${scope}"]`).check();
+    }
     await page.getByRole('button', { name: 'Create API key' }).click();
     const key = await page.getByLabel('Your new API key').inputValue();
     expect(key).toMatch(/^api_/);
@@ -197,18 +236,161 @@ describe.runIf(runnable)(`the merchant console in a real browser (Chromium, serv
     await page.close();
   }, 90_000);
 
-  it('fits a phone’s width without sideways scrolling', async () => {
+  it('fits a phone’s width on every page, with long emails, long names and several rules', async () => {
+    // Data that is hard to fit: long names everywhere, several rules of every kind.
+    const ids = await withServices(database.url, async (services) => {
+      const accountId = accountIdOf(await services.accounts.list());
+      await services.pointsSettings.set(accountId, { points_label: { one: 'Loyalty Coin', other: 'Loyalty Coins' } });
+      const review = await services.activityTypes.create(accountId, {
+        name: 'Write a product review with photos of the delivered parcel attached',
+      });
+      const rules = [];
+      for (const [i, extra] of [
+        { reward_value: { type: 'fixed', fixed: { value: 1_000_000 } } },
+        {
+          reward_value: { type: 'variable', variable: { value: 12.5, per_amount: 100 } },
+          earning_limit: { type: 'rolling', max: 25, rolling: { unit: 'month', unit_count: 12 } },
+        },
+        {
+          reward_value: { type: 'fixed', fixed: { value: 5 } },
+          earning_limit: { type: 'lifetime', max: 3 },
+          enabled: false,
+        },
+      ].entries()) {
+        rules.push(
+          await services.earningRules.create(accountId, {
+            name: `Rule ${i}: review a product you bought with a long descriptive title and photos`,
+            image_url: 'https://cdn.example.com/rules/a-rather-long-path/to/the-image-of-the-rule.png',
+            action_text: 'Write a review of what you bought from us last month',
+            action_url: 'https://shop.example.com/account/orders/reviews/new?utm_source=loyalty-widget',
+            reward: { type: 'points' },
+            activity_token: review.token,
+            ...extra,
+          }),
+        );
+      }
+      const tier = await services.vipTiers.create(accountId, {
+        name: 'Platinum Ambassadors of the Extraordinarily Loyal Customers Club',
+        milestone: 1_000_000,
+        perks: [{ name: 'Free express shipping on every order, worldwide, forever and ever' }],
+      });
+      const product = (await services.pointsProducts.create(accountId, {
+        exchange_type: 'variable',
+        variable_points_step: 100,
+        variable_points_step_reward_value: 1,
+        variable_points_min: 100,
+        variable_points_max: 100_000,
+        reward: { name: 'A discount on your next order, one dollar for every hundred coins spent', description: 'x' },
+      })) as { id: number };
+      await services.referralSettings.set(accountId, {
+        status: 'active',
+        sender_reward: {
+          name: 'A five dollar coupon for the customer who referred a friend',
+          image: { url: 'https://cdn.example.com/s.png', content_type: 'image/png' },
+        },
+        receiver_reward: {
+          name: 'Ten percent off the first order of the friend who joined',
+          image: { url: 'https://cdn.example.com/r.png', content_type: null },
+        },
+      });
+      const customer = await services.customers.create(accountId, {
+        email: 'alexandria.konstantinopoulou-vanderbilt.the.third@subdomain.example-shop.com',
+        first_name: 'Alexandria Konstantinopoulou',
+        last_name: 'Vanderbilt-Montgomery',
+      });
+      await services.pointsTransactions.create(
+        accountId,
+        {
+          customer_id: customer.id,
+          points_change: 123_456_789,
+          description: 'Goodwill for a parcel that arrived three weeks late and damaged',
+          internal_note: 'Ticket 123456789: escalated by the head of customer support',
+        },
+        undefined,
+        JSON.stringify,
+      );
+      return { rule: (rules[0] as { id: number }).id, tier: tier.id, product: product.id, customer: customer.id };
+    });
     const phone = await (browser as Browser).newContext({ viewport: { width: 375, height: 740 }, isMobile: true });
     await phone.addCookies(await context.cookies());
     const page = await phone.newPage();
-    for (const path of ['/admin/overview', '/admin/customers', '/admin/earning-rules/new', '/admin/api-keys']) {
+    // A key's revocation page, when a key is listed with one.
+    await page.goto(`${base()}/admin/api-keys`);
+    const keyId = /\/admin\/api-keys\/(\d+)\/revoke/.exec(await page.content())?.[1];
+    const pages = [
+      '/admin/overview',
+      '/admin/customers',
+      `/admin/customers/${ids.customer}`,
+      '/admin/earning-rules',
+      '/admin/earning-rules/new',
+      `/admin/earning-rules/${ids.rule}`,
+      `/admin/earning-rules/${ids.rule}/delete`,
+      '/admin/activity-types',
+      '/admin/vip-tiers',
+      `/admin/vip-tiers/${ids.tier}`,
+      `/admin/vip-tiers/${ids.tier}/delete`,
+      '/admin/points-products',
+      '/admin/points-products/new',
+      `/admin/points-products/${ids.product}`,
+      `/admin/points-products/${ids.product}/delete`,
+      '/admin/points-settings',
+      '/admin/referral-settings',
+      '/admin/referral-settings/delete',
+      '/admin/api-keys',
+      ...(keyId ? [`/admin/api-keys/${keyId}/revoke`, `/admin/api-keys/${keyId}/created`] : []),
+      '/admin/apps',
+      '/admin/nothing-here',
+    ];
+    // Every console page is walked: the sections, and each page a section leads to.
+    for (const section of SECTIONS) expect(pages).toContain(section.href);
+    const failures: string[] = [];
+    const check = async (label: string) => {
+      failures.push(...(await overflowAt375(page)).map((problem) => `${label}: ${problem}`));
+      await page.screenshot({
+        path: join(ARTIFACTS, `phone-${label.replace(/[^a-z0-9]+/gi, '-')}.png`),
+        fullPage: true,
+      });
+    };
+    for (const path of pages) {
       await page.goto(`${base()}${path}`);
-      const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
-      expect(overflow, path).toBeLessThanOrEqual(0);
+      expect(new URL(page.url()).pathname, path).toBe(path);
+      await check(path);
     }
-    await page.goto(`${base()}/admin/overview`);
-    await page.screenshot({ path: join(ARTIFACTS, 'phone-overview.png'), fullPage: true });
+    // Pages in other states: a refused form with its summary, the variable kinds' fields shown.
+    await page.goto(`${base()}/admin/earning-rules/new`);
+    await page.getByLabel('Variable: points per amount spent (such as 5 per $1)').check();
+    await page.getByLabel('At most a number of times per period').check();
+    await page.getByRole('button', { name: 'Save earning rule' }).click();
+    await page.getByText(/The form has \d+ errors?: nothing was saved\./).waitFor();
+    await check('earning-rule-refused');
+    // Signed out: the sign-in page, and the one a form sent after the session ended shows.
+    await phone.clearCookies();
+    await page.goto(`${base()}/admin/sign-in`);
+    await check('/admin/sign-in');
+    expect(failures).toEqual([]);
     await phone.close();
+  }, 120_000);
+
+  it('shows only the chosen kind’s fields in the earning-rule form, without script', async () => {
+    const page = await openPage();
+    await page.goto(`${base()}/admin/earning-rules/new`);
+    const visible = (label: string) => page.getByLabel(label, { exact: true }).isVisible();
+    expect(await visible('Points each time')).toBe(true);
+    expect(await visible('Per amount')).toBe(false);
+    expect(await visible('Most times')).toBe(false);
+    await page.getByLabel('Variable: points per amount spent (such as 5 per $1)').check();
+    expect(await visible('Points each time')).toBe(false);
+    expect(await visible('Per amount')).toBe(true);
+    await page.getByLabel('At most a number of times, ever').check();
+    expect(await visible('Most times')).toBe(true);
+    expect(await visible('Period length')).toBe(false);
+    await page.getByLabel('At most a number of times per period').check();
+    expect(await visible('Period length')).toBe(true);
+    await page.goto(`${base()}/admin/points-products/new`);
+    expect(await visible('Price in points')).toBe(true);
+    expect(await visible('Points per step')).toBe(false);
+    expect(cspViolations).toEqual([]);
+    await page.close();
   }, 60_000);
 
   it('has no serious or critical axe-core violation on any page', async () => {

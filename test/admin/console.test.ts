@@ -331,7 +331,7 @@ describe("another account's objects", () => {
     // A form naming another account's activity type is refused like the API refuses it.
     const bound = await browser.submit('/admin/earning-rules', { ...RULE, activity_token: type.token });
     expect(bound.statusCode).toBe(400);
-    expect(fieldError(bound.body, 'activity_token')).toMatch(/names no activity type of account/);
+    expect(fieldError(bound.body, 'activity_token')).toBe('Choose one of this account’s activity types.');
 
     expect(await t.services.earningRules.getStored(other.accountId, rule.id)).toMatchObject({
       name: 'Other rule',
@@ -485,10 +485,10 @@ describe('running the program from the console', () => {
     });
     expect(refused.statusCode).toBe(400);
     expect(refused.body).toContain('The form has 4 errors: nothing was saved.');
-    expect(fieldError(refused.body, 'name')).toBe('must NOT have fewer than 1 characters');
-    expect(fieldError(refused.body, 'image_url')).toBe('must match pattern &quot;^https?://&quot;');
-    expect(fieldError(refused.body, 'reward_value.fixed.value')).toBe('must be number');
-    expect(fieldError(refused.body, 'earning_limit.max')).toBe('must be &gt;= 1');
+    expect(fieldError(refused.body, 'name')).toBe('This is required.');
+    expect(fieldError(refused.body, 'image_url')).toBe('Enter a web address that starts with https:// (or http://).');
+    expect(fieldError(refused.body, 'reward_value.fixed.value')).toBe('Enter a number, such as 5 or 2.5.');
+    expect(fieldError(refused.body, 'earning_limit.max')).toBe('Enter at least 1.');
     expect(fieldValue(refused.body, 'reward_value.fixed.value')).toBe('lots');
     expect(fieldValue(refused.body, 'image_url')).toBe('javascript:alert(1)');
     expect(await count('earning_rules')).toBe(0);
@@ -509,12 +509,12 @@ describe('running the program from the console', () => {
       description: 'x',
     });
     expect(adjusted.statusCode).toBe(400);
-    expect(fieldError(adjusted.body, 'points_change')).toBe(apiMessage);
+    expect(fieldError(adjusted.body, 'points_change')).toContain(apiMessage);
     expect(await count('points_transactions')).toBe(0);
 
     const tierRefused = await browser.submit('/admin/vip-tiers', { name: 'Gold', milestone: '-1', perks: 'A' });
     expect(tierRefused.statusCode).toBe(400);
-    expect(fieldError(tierRefused.body, 'milestone')).toBe('must be &gt;= 0');
+    expect(fieldError(tierRefused.body, 'milestone')).toBe('Enter at least 0 Points.');
     expect(tierRefused.body).toContain('>A</textarea>');
   });
 
@@ -525,8 +525,12 @@ describe('running the program from the console', () => {
     expect(fieldError(none.body, 'scopes')).toMatch(/must name at least one scope/);
     expect(await count('api_keys')).toBe(0);
 
-    const created = await browser.submit('/admin/api-keys', { scopes: ['earning_rule:read', 'customer:read'] });
-    expect(created.statusCode).toBe(201);
+    const sent = await browser.submit('/admin/api-keys', {
+      name: 'Shop',
+      scopes: ['earning_rule:read', 'customer:read'],
+    });
+    expect(sent.statusCode).toBe(303);
+    const created = await browser.get(sent.headers.location as string);
     const key = /id="new-key" class="copy" type="text" readonly value="(api_[^"]+)"/.exec(created.body)?.[1] as string;
     expect(key).toBeTruthy();
     const list = await browser.get('/admin/api-keys');
@@ -568,7 +572,7 @@ describe('running the program from the console', () => {
     expect(fieldError(noReason.body, 'description')).toMatch(/is required/);
     const tooMuch = await browser.submit(`/admin/customers/${id}/adjust`, { points_change: '-10', description: 'x' });
     expect(tooMuch.statusCode).toBe(422);
-    expect(tooMuch.body).toContain('would take the balance below 0');
+    expect(tooMuch.body).toContain('the balance cannot go below 0');
 
     const added = await browser.submit(`/admin/customers/${id}/adjust`, {
       points_change: '120',
@@ -588,7 +592,7 @@ describe('running the program from the console', () => {
     expect((await t.services.customers.get(merchant.accountId, id)).state).toBe('disabled');
     const badState = await browser.submit(`/admin/customers/${id}/state`, { state: 'vip' });
     expect(badState.statusCode).toBe(400);
-    expect(fieldError(badState.body, 'state')).toBe('must be one of candidate, member, disabled');
+    expect(fieldError(badState.body, 'state')).toBe('Choose one of the options.');
 
     const overview = await browser.get('/admin/overview');
     expect(overview.body).toMatch(/<span class="figure">55<\/span> customers/);
@@ -637,7 +641,7 @@ describe('running the program from the console', () => {
     expect(page.body).toContain('<h1>Ann@Example.com</h1>');
     const taken = await browser.submit('/admin/customers', { email: 'ann@example.com' });
     expect(taken.statusCode).toBe(400);
-    expect(fieldError(taken.body, 'email')).toMatch(/is already the email of customer/);
+    expect(fieldError(taken.body, 'email')).toBe('This account already has a customer with this email.');
     expect(fieldValue(taken.body, 'email')).toBe('ann@example.com');
   });
 
@@ -651,9 +655,7 @@ describe('running the program from the console', () => {
       restricted_to_vip_tier_ids: [String(mine.id), String(foreign.id)],
     });
     expect(refused.statusCode).toBe(400);
-    expect(fieldError(refused.body, 'restricted_to_vip_tier_ids')).toBe(
-      `names no VIP tier of this account: ${foreign.id}`,
-    );
+    expect(fieldError(refused.body, 'restricted_to_vip_tier_ids')).toBe('Choose among this account’s VIP tiers.');
     expect(refused.body).toContain('href="#f-restricted_to_vip_tier_ids"');
     expect(refused.body).toContain('id="f-restricted_to_vip_tier_ids"');
     expect(await count('earning_rules')).toBe(0);

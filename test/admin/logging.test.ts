@@ -15,7 +15,9 @@ it('never logs the password, the session cookie, the CSRF token or a new API key
   const browser = await signedIn(t, merchant);
   const session = browser.cookies.get('loyalty_admin_session')?.value as string;
   const csrf = await browser.csrf();
-  const created = await browser.submit('/admin/api-keys', { scopes: 'earning_rule:read' });
+  const sent = await browser.submit('/admin/api-keys', { name: 'Logged', scopes: 'earning_rule:read' });
+  // Post/redirect/get: the key is shown by the page the form redirects to.
+  const created = await browser.get(sent.headers.location as string);
   const key = /readonly value="(api_[^"]+)"/.exec(created.body)?.[1] as string;
   expect(key).toBeTruthy();
   // A refused sign-in and a refused form: the error paths log too.

@@ -9,6 +9,9 @@ import * as accessTokenGrantBackfill from './2026-11-23T0100-access-token-grant-
 import * as pointsEngine from './2026-11-24T0000-points-engine.js';
 import * as pointsProducts from './2026-11-24T0100-points-products.js';
 import * as sessionIdle from './2026-11-24T0200-session-idle.js';
+import * as activityTypeNames from './2026-11-25T0000-activity-type-names.js';
+import * as consoleKeysAndStaff from './2026-11-25T0100-console-keys-and-staff.js';
+import * as signInDelays from './2026-11-25T1200-sign-in-delays.js';
 
 /** Every migration, by name; names sort in the order they run. */
 export const migrations: Record<string, Migration> = {
@@ -22,4 +25,7 @@ export const migrations: Record<string, Migration> = {
   '2026-11-24T0000-points-engine': pointsEngine,
   '2026-11-24T0100-points-products': pointsProducts,
   '2026-11-24T0200-session-idle': sessionIdle,
+  '2026-11-25T0000-activity-type-names': activityTypeNames,
+  '2026-11-25T0100-console-keys-and-staff': consoleKeysAndStaff,
+  '2026-11-25T1200-sign-in-delays': signInDelays,
 };
