@@ -1,7 +1,7 @@
 import { type Static, Type } from 'typebox';
 import { Id, NO_NUL } from '../common-schemas.js';
 import { EmailAddress } from '../customers/schemas.js';
-import { PointsTransaction } from '../points-transactions/schemas.js';
+import { POINTS_TRANSACTION_EXAMPLE, PointsTransaction } from '../points-transactions/schemas.js';
 import { Properties } from '../properties.js';
 
 /** How far in the future `created_on_origin_at` may lie: clocks differ a little, not more. */
@@ -120,19 +120,7 @@ export const Activity = Type.Object(
         created_on_origin_at: null,
         created_at: '2026-01-05T16:30:00.000Z',
         updated_at: '2026-01-05T16:30:00.000Z',
-        points_transactions: [
-          {
-            id: 12,
-            customer_id: 7,
-            points_change: 25,
-            description: 'Place an order',
-            internal_note: null,
-            activity_id: 31,
-            points_purchase_id: null,
-            created_at: '2026-01-05T16:30:00.000Z',
-            updated_at: '2026-01-05T16:30:00.000Z',
-          },
-        ],
+        points_transactions: [POINTS_TRANSACTION_EXAMPLE],
       },
     ],
   },

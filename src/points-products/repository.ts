@@ -85,19 +85,12 @@ export async function insertProducts(
       })
       .returningAll()
       .executeTakeFirstOrThrow();
-    const variable = input.exchange_type === 'variable' ? input : null;
     const product = await db
       .insertInto('points_products')
       .values({
         account_id: accountId,
         reward_id: reward.id,
-        enabled: input.enabled === false ? 0 : 1,
-        exchange_type: input.exchange_type,
-        points_price: input.exchange_type === 'fixed' ? input.points_price : null,
-        variable_points_step: variable?.variable_points_step ?? null,
-        variable_points_step_reward_value: variable?.variable_points_step_reward_value ?? null,
-        variable_points_min: variable?.variable_points_min ?? null,
-        variable_points_max: variable?.variable_points_max ?? null,
+        ...exchangeColumns(input),
         created_at: now,
         updated_at: now,
       })
@@ -187,17 +180,10 @@ export async function updateProduct(
     })
     .where('id', '=', stored.reward.id)
     .execute();
-  const variable = input.exchange_type === 'variable' ? input : null;
   await db
     .updateTable('points_products')
     .set({
-      enabled: input.enabled === false ? 0 : 1,
-      exchange_type: input.exchange_type,
-      points_price: input.exchange_type === 'fixed' ? input.points_price : null,
-      variable_points_step: variable?.variable_points_step ?? null,
-      variable_points_step_reward_value: variable?.variable_points_step_reward_value ?? null,
-      variable_points_min: variable?.variable_points_min ?? null,
-      variable_points_max: variable?.variable_points_max ?? null,
+      ...exchangeColumns(input),
       updated_at: now,
     })
     .where('id', '=', id)
@@ -255,3 +241,17 @@ const insertPurchaseQuery = compiledQuery((db, v: Omit<PointsPurchaseRow, 'id'>)
     .values(pick(v, ['account_id', 'customer_id', 'points_product_id', 'points_spent', 'created_at', 'updated_at']))
     .returningAll(),
 );
+
+/** The columns of a product's exchange: a fixed price, or the variable one's step and bounds. */
+function exchangeColumns(input: PointsProductInput) {
+  const variable = input.exchange_type === 'variable' ? input : null;
+  return {
+    enabled: input.enabled === false ? 0 : 1,
+    exchange_type: input.exchange_type,
+    points_price: input.exchange_type === 'fixed' ? input.points_price : null,
+    variable_points_step: variable?.variable_points_step ?? null,
+    variable_points_step_reward_value: variable?.variable_points_step_reward_value ?? null,
+    variable_points_min: variable?.variable_points_min ?? null,
+    variable_points_max: variable?.variable_points_max ?? null,
+  };
+}

@@ -7,6 +7,19 @@ export const DESCRIPTION_LENGTH = 255;
 export const INTERNAL_NOTE_LENGTH = 1000;
 
 /** A change to a customer's points balance (the reference's PointsTransaction). */
+/** A credit as the API answers it: the PointsTransaction's example, and inside the Activity's. */
+export const POINTS_TRANSACTION_EXAMPLE = {
+  id: 12,
+  customer_id: 7,
+  points_change: 25,
+  description: 'Place an order',
+  internal_note: null,
+  activity_id: 31,
+  points_purchase_id: null,
+  created_at: '2026-01-05T16:30:00.000Z',
+  updated_at: '2026-01-05T16:30:00.000Z',
+};
+
 export const PointsTransaction = Type.Object(
   {
     id: Type.Integer({ description: 'Identifier of the points transaction' }),
@@ -26,19 +39,7 @@ export const PointsTransaction = Type.Object(
   {
     $id: 'PointsTransaction',
     description: "A change to a customer's points balance: the ledger never changes a transaction",
-    examples: [
-      {
-        id: 12,
-        customer_id: 7,
-        points_change: 25,
-        description: 'Place an order',
-        internal_note: null,
-        activity_id: 31,
-        points_purchase_id: null,
-        created_at: '2026-01-05T16:30:00.000Z',
-        updated_at: '2026-01-05T16:30:00.000Z',
-      },
-    ],
+    examples: [POINTS_TRANSACTION_EXAMPLE],
   },
 );
 export type PointsTransaction = Static<typeof PointsTransaction>;
