@@ -268,8 +268,10 @@ function hostileRequests(fixture: Fixture, cursors: string[]): fc.Arbitrary<Host
     fc.tuple(fc.constant('cursor'), cursor),
     fc.tuple(fc.constantFrom('limit[]', 'cursor[]', '__proto__', 'constructor', 'Limit', 'x', ''), anyString),
   );
+  // Most requests without a query: every /v1 route refuses a parameter it does not take (issue 27),
+  // so random ones mostly test that refusal, and too few would reach validation and success.
   const query = fc.oneof(
-    { weight: 3, arbitrary: fc.constant('') },
+    { weight: 8, arbitrary: fc.constant('') },
     {
       weight: 4,
       arbitrary: fc
