@@ -4,13 +4,8 @@ import underPressure from '@fastify/under-pressure';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify';
 import type { Redis } from 'ioredis';
 import { Type } from 'typebox';
-import activityRoutes from './activities/routes.js';
-import adminRoutes from './admin/routes.js';
 import { type Clock, systemClock } from './clock.js';
 import type { Config } from './config.js';
-import customerIdentityRoutes from './customer-identities/routes.js';
-import customerRoutes from './customers/routes.js';
-import earningRuleRoutes from './earning-rules/routes.js';
 import { DomainError } from './errors.js';
 import { registerAuth } from './http/auth.js';
 import { answerClientError, answerFrameworkError, registerErrorHandling, requireHost } from './http/errors.js';
@@ -25,15 +20,9 @@ import { registerSendBatching } from './http/send-batching.js';
 import { registerStrictInput } from './http/strict-input.js';
 import { registerTransportRules } from './http/transport.js';
 import { registerValidators } from './http/validation.js';
-import oauthRoutes from './oauth/routes.js';
-import pointsProductRoutes from './points-products/routes.js';
-import pointsSettingsRoutes from './points-settings/routes.js';
-import pointsTransactionRoutes from './points-transactions/routes.js';
-import referralSettingsRoutes from './referral-settings/routes.js';
-import rewardFulfillmentRoutes from './reward-fulfillments/routes.js';
+import { rooms } from './rooms.js';
 import { createServices, type Services } from './services.js';
 import { type Db, isReachable } from './storage/db.js';
-import vipTierRoutes from './vip-tiers/routes.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -178,18 +167,9 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     },
   );
 
-  await app.register(referralSettingsRoutes);
-  await app.register(customerIdentityRoutes);
-  await app.register(earningRuleRoutes);
-  await app.register(customerRoutes);
-  await app.register(activityRoutes);
-  await app.register(pointsTransactionRoutes);
-  await app.register(vipTierRoutes);
-  await app.register(pointsSettingsRoutes);
-  await app.register(pointsProductRoutes);
-  await app.register(rewardFulfillmentRoutes);
-  await app.register(oauthRoutes, { config });
-  await app.register(adminRoutes, { prefix: '/admin' });
+  for (const room of rooms) {
+    if (room.routes) await app.register(room.routes, (room.routeOptions?.(config) ?? {}) as never);
+  }
   await app.register(homeRoutes);
 
   // The overload check and authentication come last among the plugins, yet their onRequest hooks
@@ -203,7 +183,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       pressureHandler: overloadedUnlessStarting(app),
     });
   }
-  registerAuth(app, services.credentials, config, options.redis ?? null);
+  registerAuth(app, services.auth, config, options.redis ?? null);
   return app;
 }
 

@@ -5,6 +5,7 @@ import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { buildApp } from './app.js';
 import { type Config, ConfigError, loadConfig, localBaseUrl, redactUrl } from './config.js';
+import { choresOf, Housekeeping } from './housekeeping.js';
 import {
   answerClusterScrapes,
   clusterMetricsCollector,
@@ -107,6 +108,7 @@ async function runServer(config: Config, options: { migrate: boolean }): Promise
   const app = await buildApp({ config, db, redis, server: https ? { https } : {} });
   redis?.on('error', (error) => app.log.warn({ err: error }, 'redis error'));
   let metricsServer: MetricsServer | null = null;
+  const housekeeping = new Housekeeping(choresOf(app.services), app.log);
 
   stop = async (signal: string) => {
     app.log.info({ signal }, 'shutting down: finishing requests in flight');
@@ -120,6 +122,7 @@ async function runServer(config: Config, options: { migrate: boolean }): Promise
       await new Promise((resolve) => setTimeout(resolve, SHUTDOWN_DRAIN_MS));
       await metricsServer?.close();
       await app.close();
+      await housekeeping.stop();
       await db.close();
       redis?.disconnect();
       app.log.info('stopped');
@@ -145,6 +148,7 @@ async function runServer(config: Config, options: { migrate: boolean }): Promise
       metricsServer = await listenForMetrics(config, () => app.metricsRegistry.metrics(), https, app.log);
     }
   }
+  housekeeping.start();
   // The port actually bound (PORT=0 picks one), and the pages a newcomer opens first.
   const base = localBaseUrl(config, (app.server.address() as AddressInfo).port);
   app.log.info(

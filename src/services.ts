@@ -1,95 +1,55 @@
-import { AccountsService } from './accounts/service.js';
-import { ActivitiesService } from './activities/service.js';
-import { ActivityTypesService } from './activity-types/service.js';
-import { ReportsService } from './admin/service.js';
-import { AppsService } from './apps/service.js';
-import { TokenRevocations } from './auth/revocations.js';
-import { CredentialsService } from './auth/service.js';
 import type { Clock } from './clock.js';
-import { CustomerIdentitiesService } from './customer-identities/service.js';
-import { CustomersService } from './customers/service.js';
-import { EarningRulesService } from './earning-rules/service.js';
-import { IdempotencyService } from './idempotency/service.js';
-import { OAuthService } from './oauth/service.js';
-import { SessionsService } from './oauth/sessions.js';
-import { PointsProductsService } from './points-products/service.js';
-import { PointsSettingsService } from './points-settings/service.js';
-import { PointsTransactionsService } from './points-transactions/service.js';
-import { ReferralSettingsService } from './referral-settings/service.js';
-import { RewardFulfillmentsService } from './reward-fulfillments/service.js';
+import type { RoomContext } from './room.js';
+import { rooms } from './rooms.js';
 import type { Db } from './storage/db.js';
-import { UsersService } from './users/service.js';
-import { VipTiersService } from './vip-tiers/service.js';
+import { UnitOfWork } from './storage/unit-of-work.js';
 
-/** The services both front doors (HTTP routes and the `loyalty` CLI) call. */
-export interface Services {
-  accounts: AccountsService;
-  apps: AppsService;
-  credentials: CredentialsService;
-  referralSettings: ReferralSettingsService;
-  customers: CustomersService;
-  customerIdentities: CustomerIdentitiesService;
-  earningRules: EarningRulesService;
-  users: UsersService;
-  sessions: SessionsService;
-  oauth: OAuthService;
-  activityTypes: ActivityTypesService;
-  activities: ActivitiesService;
-  pointsTransactions: PointsTransactionsService;
-  vipTiers: VipTiersService;
-  pointsSettings: PointsSettingsService;
-  pointsProducts: PointsProductsService;
-  rewardFulfillments: RewardFulfillmentsService;
-  reports: ReportsService;
-}
+/**
+ * The services both front doors (HTTP routes, the console and the `loyalty` CLI) call: one per
+ * room, each room adding its own to this interface (`declare module` in its room.ts).
+ */
+// biome-ignore lint/suspicious/noEmptyInterface: filled by declaration merging, one room at a time.
+export interface Services {}
 
 export interface ServiceOptions {
   clock: Clock;
   accessTokenTtlSeconds: number;
 }
 
+/**
+ * Builds every room's service. A service is built the first time another asks for it (so the
+ * list's order does not matter); a room that needs itself, through others, is named at once.
+ */
 export function createServices(db: Db, options: ServiceOptions): Services {
-  const { clock } = options;
-  const accounts = new AccountsService(db.kysely, clock);
-  const apps = new AppsService(db.kysely, clock);
-  const users = new UsersService(db.kysely, clock, accounts);
-  const customers = new CustomersService(db.kysely, clock, accounts);
-  const idempotency = new IdempotencyService(db.kysely, clock);
-  const pointsTransactions = new PointsTransactionsService(db.kysely, clock, idempotency);
-  const pointsSettings = new PointsSettingsService(db.kysely, clock, accounts);
-  const revocations = new TokenRevocations();
-  return {
-    accounts,
-    apps,
-    credentials: new CredentialsService(
-      db.kysely,
-      clock,
-      accounts,
-      (clientId) => apps.requireByClientId(clientId),
-      options.accessTokenTtlSeconds,
-      revocations,
-    ),
-    referralSettings: new ReferralSettingsService(db, clock, accounts),
-    customers,
-    customerIdentities: new CustomerIdentitiesService(db, clock, accounts, customers),
-    earningRules: new EarningRulesService(db, clock, accounts),
-    users,
-    sessions: new SessionsService(db.kysely, clock, users, accounts),
-    oauth: new OAuthService(db.kysely, clock, apps, options.accessTokenTtlSeconds, revocations),
-    activityTypes: new ActivityTypesService(db.kysely, clock, accounts),
-    activities: new ActivitiesService(db.kysely, clock, customers, pointsTransactions),
-    pointsTransactions,
-    vipTiers: new VipTiersService(db.kysely, clock, accounts),
-    pointsSettings,
-    pointsProducts: new PointsProductsService(
-      db.kysely,
-      clock,
-      accounts,
-      pointsSettings,
-      pointsTransactions,
-      idempotency,
-    ),
-    rewardFulfillments: new RewardFulfillmentsService(db.kysely, clock),
-    reports: new ReportsService(db.kysely, clock),
+  const built = new Map<string, unknown>();
+  const building: string[] = [];
+  const byName = new Map<string, (typeof rooms)[number]>(rooms.map((room) => [room.name, room]));
+  const services = new Proxy({} as Services, {
+    get: (_target, name) => {
+      if (typeof name !== 'string') return undefined;
+      if (built.has(name)) return built.get(name);
+      const room = byName.get(name);
+      if (!room) throw new Error(`no room provides the service "${name}" (src/rooms.ts lists them)`);
+      if (building.includes(name)) {
+        throw new Error(`the services depend on each other in a circle: ${[...building, name].join(' -> ')}`);
+      }
+      building.push(name);
+      try {
+        built.set(name, room.service(context));
+      } finally {
+        building.pop();
+      }
+      return built.get(name);
+    },
+  });
+  const context: RoomContext = {
+    db,
+    clock: options.clock,
+    uow: new UnitOfWork(db.kysely, options.clock),
+    accessTokenTtlSeconds: options.accessTokenTtlSeconds,
+    services,
   };
+  const all: Record<string, unknown> = {};
+  for (const room of rooms) all[room.name] = (services as unknown as Record<string, unknown>)[room.name];
+  return all as unknown as Services;
 }

@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely';
 import type { Clock } from '../clock.js';
 import { invalidParameter, notFound } from '../errors.js';
 import type { Database } from '../storage/schema.js';
+import type { Work } from '../storage/unit-of-work.js';
 import { findAccount, insertAccount, listAccounts } from './repository.js';
 
 export interface Account {
@@ -23,9 +24,9 @@ export class AccountsService {
     private readonly clock: Clock,
   ) {}
 
-  /** Creates an account (in `db`, a transaction of the caller's, when given). */
-  async create(name: string, db: Kysely<Database> = this.db): Promise<Account> {
-    const row = await insertAccount(db, accountName(name), this.clock.now());
+  /** Creates an account (inside the caller's transaction, when `w` is given). */
+  async create(name: string, w?: Work): Promise<Account> {
+    const row = await insertAccount(w?.trx ?? this.db, accountName(name), w?.now ?? this.clock.now());
     return { id: row.id, name: row.name };
   }
 

@@ -1,25 +1,19 @@
 import type { Kysely } from 'kysely';
-import { findActivityTypeByToken } from '../activity-types/repository.js';
 import type { ActivityType } from '../activity-types/schemas.js';
+import type { ActivityTypesService } from '../activity-types/service.js';
 import type { Clock } from '../clock.js';
-import { isoTime } from '../common-schemas.js';
-import { lockCustomer } from '../customers/repository.js';
-import { CustomerNotVisible, type CustomersService, parseTime } from '../customers/service.js';
-import { findBoundRules } from '../earning-rules/repository.js';
+import { CustomerNotVisible, type CustomersService, type LockedCustomer } from '../customers/service.js';
 import { type EarningRule, MAX_POINTS_PER_CREDIT } from '../earning-rules/schemas.js';
+import type { EarningRulesService } from '../earning-rules/service.js';
 import { DomainError, invalidParameter } from '../errors.js';
-import {
-  countCredits,
-  countCreditsIn,
-  findActivityTransactions,
-  findCreditTimesAround,
-} from '../points-transactions/repository.js';
 import type { PointsTransaction } from '../points-transactions/schemas.js';
 import type { PointsTransactionsService } from '../points-transactions/service.js';
 import { checkProperties } from '../properties.js';
-import type { ActivityRow, CustomerRow, Database } from '../storage/schema.js';
+import type { Database } from '../storage/schema.js';
+import type { UnitOfWork, Work } from '../storage/unit-of-work.js';
+import { parseTime } from '../time.js';
 import { type Decimal, decimalOfNumber, floorOf, floorProductQuotient, readAmount } from './decimal.js';
-import { findActivityByDistinctId, insertActivityIfAbsent } from './repository.js';
+import { type ActivityRecord, findActivityByDistinctId, insertActivityIfAbsent } from './repository.js';
 import { type Activity, type ActivityInput, MAX_CLOCK_SKEW_MS } from './schemas.js';
 import { reachOf, roomFor } from './window.js';
 
@@ -43,6 +37,9 @@ export class ActivitiesService {
   constructor(
     private readonly db: Kysely<Database>,
     private readonly clock: Clock,
+    private readonly uow: UnitOfWork,
+    private readonly activityTypes: ActivityTypesService,
+    private readonly earningRules: EarningRulesService,
     private readonly customers: CustomersService,
     private readonly ledger: PointsTransactionsService,
   ) {}
@@ -61,7 +58,8 @@ export class ActivitiesService {
     const time = activityTime(input.created_on_origin_at, receivedAt);
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.db.transaction().execute((trx) => this.recordIn(trx, accountId, input, time, receivedAt));
+        // Every attempt records the time the activity was received.
+        return await this.uow.run((w) => this.recordIn(w, accountId, input, time), receivedAt);
       } catch (error) {
         if (error instanceof Duplicate) return { activity: await this.earlier(accountId, input), created: false };
         if (!(error instanceof CustomerNotVisible)) throw error;
@@ -72,21 +70,15 @@ export class ActivitiesService {
     }
   }
 
-  private async recordIn(
-    trx: Kysely<Database>,
-    accountId: number,
-    input: ActivityInput,
-    time: number,
-    now: number,
-  ): Promise<RecordedActivity> {
-    const type = await findActivityTypeByToken(trx, accountId, input.token);
+  private async recordIn(w: Work, accountId: number, input: ActivityInput, time: number): Promise<RecordedActivity> {
+    const type = await this.activityTypes.byToken(accountId, input.token, w);
     if (!type) throw invalidParameter('activity.token', 'names no activity type of this account');
-    const rules = await findBoundRules(trx, accountId, type.id);
+    const rules = await this.earningRules.boundRules(w, accountId, type.id);
     const points = pointsByRule(rules, input.properties);
 
     // Customer first, then the activity: every transaction takes its locks in this order.
-    const customer = await this.customerOf(trx, accountId, input, now);
-    const activity = await insertActivityIfAbsent(trx, {
+    let customer = await this.customerOf(w, accountId, input);
+    const activity = await insertActivityIfAbsent(w.trx, {
       account_id: accountId,
       customer_id: customer.id,
       activity_type_id: type.id,
@@ -94,19 +86,18 @@ export class ActivitiesService {
       properties: JSON.stringify(input.properties ?? {}),
       created_on_origin_at: input.created_on_origin_at === undefined ? null : time,
       occurred_at: time,
-      created_at: now,
-      updated_at: now,
+      created_at: w.now,
+      updated_at: w.now,
     });
     if (!activity) throw new Duplicate();
 
     const credits: PointsTransaction[] = [];
     // Only members earn; an activity of anyone else is recorded and credits nothing.
     if (customer.state === 'member') {
-      const tierBefore = customer.vip_tier_id;
+      const tierBefore = customer.vipTierId;
       for (const rule of rules) {
         const earned = points.get(rule.id) ?? 0;
-        if (earned < 1 || !inTier(rule, tierBefore) || !(await this.withinLimit(trx, rule, customer.id, time)))
-          continue;
+        if (earned < 1 || !inTier(rule, tierBefore) || !(await this.withinLimit(w, rule, customer.id, time))) continue;
         const entry = {
           pointsChange: earned,
           description: rule.name,
@@ -115,22 +106,19 @@ export class ActivitiesService {
           earningRuleId: rule.id,
           occurredAt: time,
         };
-        credits.push(await this.ledger.post(trx, customer, entry, now));
+        // The next credit is posted against the balance this one left.
+        const posted = await this.ledger.post(w, customer, entry);
+        customer = posted.customer;
+        credits.push(posted.transaction);
       }
     }
     return { activity: toActivity(activity, type, credits), created: true };
   }
 
   /** The customer the activity names, locked for this transaction; a new member for a new email. */
-  private async customerOf(
-    trx: Kysely<Database>,
-    accountId: number,
-    input: ActivityInput,
-    now: number,
-  ): Promise<CustomerRow> {
-    const id =
-      input.customer_id ?? (await this.customers.idForEmail(trx, accountId, { email: input.customer_email! }, now));
-    const customer = await lockCustomer(trx, accountId, id);
+  private async customerOf(w: Work, accountId: number, input: ActivityInput): Promise<LockedCustomer> {
+    const id = input.customer_id ?? (await this.customers.idForEmail(w, accountId, { email: input.customer_email! }));
+    const customer = await this.customers.lock(w, accountId, id);
     if (!customer) throw invalidParameter('activity.customer_id', 'names no customer of this account');
     return customer;
   }
@@ -141,27 +129,27 @@ export class ActivitiesService {
    * (back-dated, or committed after them while waiting for the customer's lock) must fit in the
    * windows ending after it too. The customer is locked, so every credit committed so far is seen.
    */
-  private async withinLimit(trx: Kysely<Database>, rule: EarningRule, customerId: number, time: number) {
+  private async withinLimit(w: Work, rule: EarningRule, customerId: number, time: number) {
     const limit = rule.earning_limit;
     if (limit === null) return true;
-    if (limit.type === 'lifetime') return (await countCredits(trx, customerId, rule.id)) < limit.max;
+    if (limit.type === 'lifetime') return (await this.ledger.countCredits(w, customerId, rule.id)) < limit.max;
     const { unit, unit_count: count } = limit.rolling;
     const { after, upTo } = reachOf(time, unit, count);
     const reach = { customerId, ruleId: rule.id, after, upTo };
     // Every window that holds `time` lies in the reach: with fewer than max credits there, each has
     // room. The usual case, and one count, as cheap as the check of a single window.
-    if ((await countCreditsIn(trx, reach)) < limit.max) return true;
-    const credits = await findCreditTimesAround(trx, { ...reach, time, each: limit.max });
+    if ((await this.ledger.countCreditsIn(w, reach)) < limit.max) return true;
+    const credits = await this.ledger.creditTimesAround(w, { ...reach, time, each: limit.max });
     return roomFor(time, credits.earlier, credits.later, limit.max, unit, count);
   }
 
   /** The activity that holds the input's token and distinct_id, with what it credited. */
   private async earlier(accountId: number, input: ActivityInput): Promise<Activity> {
-    const type = await findActivityTypeByToken(this.db, accountId, input.token);
-    const row = type && (await findActivityByDistinctId(this.db, accountId, type.id, input.distinct_id!));
-    if (!type || !row)
+    const type = await this.activityTypes.byToken(accountId, input.token);
+    const found = type && (await findActivityByDistinctId(this.db, accountId, type.id, input.distinct_id!));
+    if (!type || !found)
       throw new DomainError('unavailable', 'this activity is being recorded concurrently; retry shortly');
-    return toActivity(row, type, await findActivityTransactions(this.db, row.id));
+    return toActivity(found, type, await this.ledger.ofActivity(found.id));
   }
 }
 
@@ -218,16 +206,17 @@ function requireAmount(properties: Record<string, unknown> | undefined): Decimal
   return amount;
 }
 
-function toActivity(row: ActivityRow, type: ActivityType, credits: PointsTransaction[]): Activity {
+/** The API's activity: what was stored, its token, and the credits it gave. */
+function toActivity(record: ActivityRecord, type: ActivityType, credits: PointsTransaction[]): Activity {
   return {
-    id: row.id,
-    customer_id: row.customer_id,
+    id: record.id,
+    customer_id: record.customer_id,
     token: type.token,
-    distinct_id: row.distinct_id,
-    properties: JSON.parse(row.properties) as Record<string, unknown>,
-    created_on_origin_at: row.created_on_origin_at === null ? null : isoTime(row.created_on_origin_at),
-    created_at: isoTime(row.created_at),
-    updated_at: isoTime(row.updated_at),
+    distinct_id: record.distinct_id,
+    properties: record.properties,
+    created_on_origin_at: record.created_on_origin_at,
+    created_at: record.created_at,
+    updated_at: record.updated_at,
     points_transactions: credits,
   };
 }

@@ -4,8 +4,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { ALL_SCOPES, SCOPE_DESCRIPTIONS } from '../auth/scopes.js';
 import { Form } from './form.js';
 import { FormBody, IdParams, PageQuery } from './form-schemas.js';
-import { noticeFor, owned, submitForm } from './pages.js';
-import { sendPage } from './routes.js';
+import { noticeFor, owned, sendPage, submitForm } from './pages.js';
 import { ADMIN_FILES, CONSOLE_CSP } from './views.js';
 
 const hide = { hide: true };
@@ -19,17 +18,17 @@ const KEY_CREATED_CSP = `${CONSOLE_CSP}; script-src 'self'`;
 
 /** Who may call the API for the account: its API keys, and the apps it has connected. */
 const accessPages: FastifyPluginAsyncTypebox = async (app) => {
-  const { credentials, oauth } = app.services;
+  const { auth, oauth } = app.services;
 
   const keysPage = async (accountId: number) => ({
-    keys: await credentials.apiKeyDetails(accountId),
+    keys: await auth.apiKeyDetails(accountId),
     scopes: SCOPES,
   });
 
   /** The account's key `id` (live ones only unless `revoked`), or 404: another account's key is not there either. */
   const ownKey = (accountId: number, id: number, revoked = false) =>
     owned(
-      credentials.apiKeyDetails(accountId).then((keys) => keys.filter((key) => revoked || !key.revoked)),
+      auth.apiKeyDetails(accountId).then((keys) => keys.filter((key) => revoked || !key.revoked)),
       id,
       'API key',
     );
@@ -65,7 +64,7 @@ const accessPages: FastifyPluginAsyncTypebox = async (app) => {
         values: request.body,
         data: () => keysPage(user.accountId),
         save: async () => {
-          const created = await credentials.createApiKey(user.accountId, form.all('scopes'), {
+          const created = await auth.createApiKey(user.accountId, form.all('scopes'), {
             name: form.text('name'),
             sealFor: session.id,
           });
@@ -78,7 +77,7 @@ const accessPages: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/api-keys/:id/created', { schema: { ...hide, params: IdParams } }, async (request, reply) => {
     const { session, user } = request.console!;
     const key = await ownKey(user.accountId, request.params.id, true);
-    const raw = await credentials.revealApiKey(user.accountId, key.id, session.id);
+    const raw = await auth.revealApiKey(user.accountId, key.id, session.id);
     if (raw !== null) reply.header('content-security-policy', KEY_CREATED_CSP);
     return sendPage(reply, request, 200, 'api-key-created', {
       title: raw === null ? 'API key shown already' : 'API key created',
@@ -103,7 +102,7 @@ const accessPages: FastifyPluginAsyncTypebox = async (app) => {
     { schema: { ...hide, params: IdParams, body: FormBody } },
     async (request, reply) => {
       const key = await ownKey(request.console!.user.accountId, request.params.id);
-      await credentials.revokeApiKey(key.id);
+      await auth.revokeApiKey(key.id);
       return reply.redirect('/admin/api-keys?notice=revoked', 303);
     },
   );

@@ -1,16 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { type Static, Type } from 'typebox';
-import type { CustomerSearch } from '../customers/repository.js';
 import { CUSTOMER_STATES } from '../customers/schemas.js';
+import type { CustomerSearch } from '../customers/service.js';
 import { invalidParameter } from '../errors.js';
 import { PointsTransactionInput } from '../points-transactions/schemas.js';
-import type { CustomerState } from '../storage/schema.js';
 import { validate } from '../validate.js';
 import { Form } from './form.js';
 import { FormBody, IdParams, PageQuery } from './form-schemas.js';
-import { type FormView, noticeFor, submitForm } from './pages.js';
-import { sendPage } from './routes.js';
+import { type FormView, noticeFor, sendPage, submitForm } from './pages.js';
 
 /** The longest search text: enough for any email part or name, short enough to keep a scan cheap. */
 const MAX_SEARCH = 100;
@@ -38,7 +36,7 @@ function readSearch(query: CustomersQuery): { search: CustomerSearch; form: Reco
   }
   const search: CustomerSearch = {
     ...(text === '' ? {} : { text: text.toLowerCase() }),
-    ...(state === '' ? {} : { state: state as CustomerState }),
+    ...(state === '' ? {} : { state: state as (typeof CUSTOMER_STATES)[number] }),
     ...(tier === '' ? {} : { tierId: tier === 'none' ? null : Number(tier) }),
   };
   const form = { q: text, state, tier };
@@ -62,12 +60,12 @@ const ADJUST_FORM: FormView = {
 
 /** Customers: search by part of an email or name, state and tier; a customer's balance, tier, ledger, rewards and activities; manual adjustments. */
 const customerPages: FastifyPluginAsyncTypebox = async (app) => {
-  const { customers, pointsTransactions, vipTiers, reports, pointsSettings } = app.services;
+  const { customers, pointsTransactions, vipTiers, admin, pointsSettings, rewardFulfillments } = app.services;
 
   /** A page of the console's customer search, as the customers page shows it. */
   const searchData = async (accountId: number, query: CustomersQuery) => {
     const { search, form, base } = readSearch(query);
-    const page = await reports.searchCustomers(accountId, search, query.cursor);
+    const page = await customers.search(accountId, search, query.cursor);
     return {
       search: form,
       searching: search.text !== undefined || search.state !== undefined || search.tierId !== undefined,
@@ -117,12 +115,12 @@ const customerPages: FastifyPluginAsyncTypebox = async (app) => {
     const [ledger, tiers, activities, labels, rewards] = await Promise.all([
       pointsTransactions.page(accountId, { customer_id: id, cursor }),
       vipTiers.list(accountId),
-      reports.latestActivities(accountId, id),
+      admin.latestActivities(accountId, id),
       pointsSettings.get(accountId),
-      reports.latestRewards(accountId, id),
+      rewardFulfillments.latestFor(accountId, id),
     ]);
     // The API's transactions do not name the console user who made one: the console reads it beside them.
-    const staff = await reports.adjustmentStaff(
+    const staff = await admin.adjustmentStaff(
       accountId,
       ledger.points_transactions.map((entry) => entry.id),
     );
@@ -188,13 +186,10 @@ const customerPages: FastifyPluginAsyncTypebox = async (app) => {
           );
           const key = form.text('idempotency_key');
           // The staff member is recorded with the transaction (not in the API's answer), shown in the ledger.
-          await pointsTransactions.create(
-            accountId,
-            input,
-            ADJUST_KEY.test(key) ? key : undefined,
-            JSON.stringify,
-            userId,
-          );
+          await pointsTransactions.adjust(accountId, input, {
+            ...(ADJUST_KEY.test(key) ? { key } : {}),
+            createdByUserId: userId,
+          });
           return `/admin/customers/${customer.id}?notice=adjusted`;
         },
       });

@@ -1,12 +1,12 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { sendPage } from './routes.js';
+import { sendPage } from './pages.js';
 
 /** The overview: the program's figures, and where to go next. */
 const overviewPage: FastifyPluginAsyncTypebox = async (app) => {
-  const { reports, pointsSettings } = app.services;
+  const { admin, pointsSettings } = app.services;
   app.get('/overview', { schema: { hide: true } }, async (request, reply) => {
     const { accountId } = request.console!.user;
-    const [figures, labels] = await Promise.all([reports.figures(accountId), pointsSettings.get(accountId)]);
+    const [figures, labels] = await Promise.all([admin.figures(accountId), pointsSettings.get(accountId)]);
     return sendPage(reply, request, 200, 'overview', { title: 'Overview', figures, labels: labels.points_label });
   });
 };

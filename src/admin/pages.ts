@@ -1,7 +1,62 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { DomainError, notFound } from '../errors.js';
+import type { Session, SessionUser } from '../sessions/service.js';
 import { type FormBody, type FormWording, formErrors } from './form.js';
-import { sendPage } from './routes.js';
+import { FormBody as FormBodySchema, IdParams } from './form-schemas.js';
+import { type PageData, renderPage } from './views.js';
+
+// What every console page shares: how it is sent, who asked for it, and its forms. The page files
+// and routes.ts (sign-in, error pages) import it; it imports none of them, so the console's
+// modules form no circle.
+
+/** The signed-in merchant of a console request, with the session's CSRF token. */
+export interface ConsoleUser {
+  session: Session;
+  user: SessionUser;
+  csrf: string;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Set by the console's preHandler on every page but sign-in (and its stylesheet). */
+    console: ConsoleUser | null;
+    /**
+     * A form sent again after signing in, its session having expired when it was first sent: the
+     * page shows it as typed and saves nothing (`submitForm`).
+     */
+    consoleRestore: boolean;
+  }
+  interface FastifyContextConfig {
+    /** A console page anyone may see: sign-in and the stylesheet. */
+    consolePublic?: boolean;
+    /**
+     * A form a merchant types into (sent through `submitForm`): when it arrives after the
+     * session expired, what was typed is kept across signing in again.
+     */
+    consoleForm?: boolean;
+  }
+}
+
+/** A console page with the signed-in merchant's navigation (when there is one). */
+export function sendPage(
+  reply: FastifyReply,
+  request: FastifyRequest,
+  status: number,
+  view: string,
+  data: Record<string, unknown> & { title: string },
+): FastifyReply {
+  const page: PageData = { ...data, console: request.console, path: request.url.split('?')[0] ?? '' };
+  return reply.code(status).type('text/html; charset=utf-8').send(renderPage(view, page));
+}
+
+// The route options the program's pages share: hidden from the OpenAPI document, an id in the
+// path, a form body.
+export const hide = { hide: true };
+export const withId = { ...hide, params: IdParams };
+export const post = { ...hide, body: FormBodySchema };
+export const postWithId = { ...withId, body: FormBodySchema };
+/** A form a merchant types into: kept across signing in again when its session expired. */
+export const typed = { config: { consoleForm: true } };
 
 /**
  * A console form: its template, title, the root its service names fields under, its fields, and
@@ -82,6 +137,7 @@ const NOTICES: Record<string, string> = {
   adjusted: 'Points adjusted.',
 };
 
+/** The message of a page's `?notice=`, if it names one. */
 export function noticeFor(notice: string | undefined): string | undefined {
   return notice === undefined ? undefined : NOTICES[notice];
 }

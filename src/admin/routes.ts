@@ -8,47 +8,25 @@ import { Type } from 'typebox';
 import { toContractError } from '../error-mapping.js';
 import { logFailure } from '../http/errors.js';
 import { type SessionCookie, setSessionCookie } from '../http/session-cookie.js';
-import type { Session, SessionUser } from '../oauth/sessions.js';
+import type { Session } from '../sessions/service.js';
 import accessPages from './access-pages.js';
+import activityTypesPages from './activity-types-pages.js';
 import customerPages from './customer-pages.js';
+import earningRulesPages from './earning-rules-pages.js';
 import { Form } from './form.js';
 import { FormBody } from './form-schemas.js';
 import overviewPage from './overview-page.js';
-import programPages from './program-pages.js';
-import { ADMIN_FILES, CONSOLE_CSP, type PageData, renderPage, SECTIONS } from './views.js';
+import { sendPage } from './pages.js';
+import pointsProductsPages from './points-products-pages.js';
+import pointsSettingsPages from './points-settings-pages.js';
+import referralSettingsPages from './referral-settings-pages.js';
+import { ADMIN_FILES, CONSOLE_CSP, SECTIONS } from './views.js';
+import vipTiersPages from './vip-tiers-pages.js';
 
 export const ADMIN_COOKIE = 'loyalty_admin_session';
 /** Strict: a page of another site can neither send the console's forms nor open it signed in. */
 const COOKIE: SessionCookie = { name: ADMIN_COOKIE, path: '/admin', sameSite: 'strict' };
 const STYLESHEET = readFileSync(join(ADMIN_FILES, 'assets', 'admin.css'));
-
-/** The signed-in merchant of a console request, with the session's CSRF token. */
-export interface ConsoleUser {
-  session: Session;
-  user: SessionUser;
-  csrf: string;
-}
-
-declare module 'fastify' {
-  interface FastifyRequest {
-    /** Set by the console's preHandler on every page but sign-in (and its stylesheet). */
-    console: ConsoleUser | null;
-    /**
-     * A form sent again after signing in, its session having expired when it was first sent: the
-     * page shows it as typed and saves nothing (`submitForm`).
-     */
-    consoleRestore: boolean;
-  }
-  interface FastifyContextConfig {
-    /** A console page anyone may see: sign-in and the stylesheet. */
-    consolePublic?: boolean;
-    /**
-     * A form a merchant types into (sent through `submitForm`): when it arrives after the
-     * session expired, what was typed is kept across signing in again.
-     */
-    consoleForm?: boolean;
-  }
-}
 
 /** Where a signed-in merchant may be sent back to after signing in: console pages only. */
 const RETURN_PATH = /^\/admin(?:\/[A-Za-z0-9_-]+)*$/;
@@ -251,22 +229,17 @@ const adminRoutes: FastifyPluginAsyncTypebox = async (app) => {
   });
 
   await app.register(overviewPage);
-  await app.register(programPages);
+  // The program's configuration, one file per resource; each form is read into the input the CLI
+  // gives the same service, so the API's schema checks it and its messages are shown.
+  await app.register(referralSettingsPages);
+  await app.register(earningRulesPages);
+  await app.register(activityTypesPages);
+  await app.register(vipTiersPages);
+  await app.register(pointsSettingsPages);
+  await app.register(pointsProductsPages);
   await app.register(customerPages);
   await app.register(accessPages);
 };
-
-/** A console page with the signed-in merchant's navigation (when there is one). */
-export function sendPage(
-  reply: FastifyReply,
-  request: FastifyRequest,
-  status: number,
-  view: string,
-  data: Record<string, unknown> & { title: string },
-): FastifyReply {
-  const page: PageData = { ...data, console: request.console, path: request.url.split('?')[0] ?? '' };
-  return reply.code(status).type('text/html; charset=utf-8').send(renderPage(view, page));
-}
 
 function sendSignIn(
   reply: FastifyReply,

@@ -3,7 +3,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Eta } from 'eta';
 import { type PointsLabel, pointsText } from './form.js';
-import type { ConsoleUser } from './routes.js';
+import type { ConsoleUser } from './pages.js';
 
 /**
  * The console's Content-Security-Policy: its own stylesheet and nothing else. No script runs,

@@ -1,9 +1,9 @@
 import type { Kysely } from 'kysely';
 import { ALL_SCOPES, decodeScopes, encodeScopes, parseScopes, type Scope } from '../auth/scopes.js';
 import { CLIENT_SECRET_PREFIX, digestsEqual, newSecret, randomBase62, sha256Hex } from '../auth/secrets.js';
-import type { Clock } from '../clock.js';
 import { invalidParameter, notFound } from '../errors.js';
 import type { AppRow, Database } from '../storage/schema.js';
+import type { UnitOfWork } from '../storage/unit-of-work.js';
 import { findAppByClientId, insertApp, listApps } from './repository.js';
 
 /** A registered app, as listings show it (never its secret). */
@@ -40,7 +40,7 @@ export interface CreateAppInput {
 export class AppsService {
   constructor(
     private readonly db: Kysely<Database>,
-    private readonly clock: Clock,
+    private readonly uow: UnitOfWork,
   ) {}
 
   async create(input: CreateAppInput): Promise<CreatedApp> {
@@ -50,14 +50,16 @@ export class AppsService {
     const redirectUris = [...new Set(input.redirectUris ?? [])];
     for (const uri of redirectUris) validateRedirectUri(uri);
     const clientSecret = input.public ? null : newSecret(CLIENT_SECRET_PREFIX);
-    const row = await insertApp(this.db, {
-      name,
-      client_id: `app_${randomBase62(24)}`,
-      client_secret_hash: clientSecret === null ? null : sha256Hex(clientSecret),
-      scopes: encodeScopes(scopes),
-      redirect_uris: JSON.stringify(redirectUris),
-      created_at: this.clock.now(),
-    });
+    const row = await this.uow.run(({ trx, now }) =>
+      insertApp(trx, {
+        name,
+        client_id: `app_${randomBase62(24)}`,
+        client_secret_hash: clientSecret === null ? null : sha256Hex(clientSecret),
+        scopes: encodeScopes(scopes),
+        redirect_uris: JSON.stringify(redirectUris),
+        created_at: now,
+      }),
+    );
     return { ...toApp(row), client_secret: clientSecret };
   }
 

@@ -1,4 +1,4 @@
-import type { Insertable, Kysely } from 'kysely';
+import type { Insertable, Kysely, Transaction } from 'kysely';
 import type { AccessTokenRow, AccessTokensTable, ApiKeyRow, ApiKeysTable, Database } from '../storage/schema.js';
 
 export async function insertApiKey(db: Kysely<Database>, key: Insertable<ApiKeysTable>): Promise<ApiKeyRow> {
@@ -113,8 +113,8 @@ export async function revokeAccessTokenByHash(db: Kysely<Database>, hash: string
 }
 
 /** Marks the access token with this id revoked (once); false when it was unknown or already revoked. */
-export async function revokeAccessTokenById(db: Kysely<Database>, id: number, now: number): Promise<boolean> {
-  const result = await db
+export async function revokeAccessTokenById(trx: Transaction<Database>, id: number, now: number): Promise<boolean> {
+  const result = await trx
     .updateTable('access_tokens')
     .set({ revoked_at: now })
     .where('id', '=', id)
@@ -123,9 +123,13 @@ export async function revokeAccessTokenById(db: Kysely<Database>, id: number, no
   return result.numUpdatedRows > 0n;
 }
 
-/** Revokes every live access token issued under an OAuth grant. */
-export async function revokeAccessTokensOfGrant(db: Kysely<Database>, grantId: number, now: number): Promise<void> {
-  await db
+/** Revokes every live access token issued under an OAuth grant (inside the grant's revocation). */
+export async function revokeAccessTokensOfGrant(
+  trx: Transaction<Database>,
+  grantId: number,
+  now: number,
+): Promise<void> {
+  await trx
     .updateTable('access_tokens')
     .set({ revoked_at: now })
     .where('grant_id', '=', grantId)

@@ -4,9 +4,11 @@ import type { Clock } from '../clock.js';
 import { DomainError, invalidParameter, notFound } from '../errors.js';
 import { loadOnce } from '../load-once.js';
 import type { Database } from '../storage/schema.js';
+import type { UnitOfWork, Work } from '../storage/unit-of-work.js';
 import {
   type ApiKeyAuthRow,
   clearSealedApiKey,
+  findAccessTokenByHash,
   findAccessTokenWithClientId,
   findApiKeyByHash,
   findSealedApiKey,
@@ -15,6 +17,8 @@ import {
   listApiKeys,
   recordApiKeyUse,
   revokeAccessTokenByHash,
+  revokeAccessTokenById,
+  revokeAccessTokensOfGrant,
   revokeApiKey,
 } from './repository.js';
 import type { TokenRevocations } from './revocations.js';
@@ -104,6 +108,17 @@ export interface IssuedToken {
   scope: string;
 }
 
+/** An access token the OAuth server issues under a grant: the raw value is the library's. */
+export interface GrantAccessToken {
+  grantId: number;
+  accountId: number;
+  appId: number;
+  token: string;
+  scopes: readonly Scope[];
+  /** Clock time. */
+  expiresAt: number;
+}
+
 /**
  * How long a live credential, once read, is trusted without reading it again. Revocation must
  * reach every process within 1 second (the contract); half of that leaves room for the request
@@ -123,18 +138,19 @@ interface Kept {
 }
 
 /** API keys, access tokens, and turning a bearer value into a Credential. */
-export class CredentialsService {
+export class AuthService {
   // By the credential's hash.
   private readonly kept = new Map<string, Kept>();
   private readonly loads = new Map<string, Promise<Credential | null>>();
 
   constructor(
     private readonly db: Kysely<Database>,
+    private readonly uow: UnitOfWork,
     private readonly clock: Clock,
     private readonly accounts: AccountsService,
     private readonly findApp: FindApp,
     private readonly accessTokenTtlSeconds: number,
-    private readonly revocations: TokenRevocations,
+    readonly revocations: TokenRevocations,
   ) {
     revocations.onStart(() => this.loads.clear());
   }
@@ -162,16 +178,18 @@ export class CredentialsService {
     await this.accounts.require(accountId);
     const key = newSecret(API_KEY_PREFIX);
     const keyHash = sha256Hex(key);
-    const row = await insertApiKey(this.db, {
-      account_id: accountId,
-      key_hash: keyHash,
-      key_prefix: redact(key),
-      scopes: encodeScopes(granted),
-      name,
-      created_at: this.clock.now(),
-      revoked_at: null,
-      ...(options.sealFor === undefined ? {} : { sealed_key: seal(key, options.sealFor, sealContext(keyHash)) }),
-    });
+    const row = await this.uow.run(({ trx, now }) =>
+      insertApiKey(trx, {
+        account_id: accountId,
+        key_hash: keyHash,
+        key_prefix: redact(key),
+        scopes: encodeScopes(granted),
+        name,
+        created_at: now,
+        revoked_at: null,
+        ...(options.sealFor === undefined ? {} : { sealed_key: seal(key, options.sealFor, sealContext(keyHash)) }),
+      }),
+    );
     return { id: row.id, key, scopes: granted };
   }
 
@@ -222,7 +240,7 @@ export class CredentialsService {
   }
 
   async revokeApiKey(id: number): Promise<{ id: number; revoked: true }> {
-    const row = await revokeApiKey(this.db, id, this.clock.now());
+    const row = await this.uow.run(({ trx, now }) => revokeApiKey(trx, id, now));
     if (!row) throw notFound(`API key ${id} does not exist`);
     // This process refuses the key at once; the others within CREDENTIAL_CACHE_MS.
     for (const [hash, entry] of this.kept) {
@@ -254,18 +272,61 @@ export class CredentialsService {
       throw invalidParameter('ttl', 'must be a whole number of seconds from 1 to 31536000');
     }
     const token = newSecret(ACCESS_TOKEN_PREFIX);
-    const now = this.clock.now();
-    await insertAccessToken(this.db, {
-      account_id: input.accountId,
-      app_id: app.id,
-      token_hash: sha256Hex(token),
-      token_prefix: redact(token),
-      scopes: encodeScopes(requested),
-      created_at: now,
-      expires_at: now + ttl * 1000,
-      revoked_at: null,
-    });
+    await this.uow.run(({ trx, now }) =>
+      insertAccessToken(trx, {
+        account_id: input.accountId,
+        app_id: app.id,
+        token_hash: sha256Hex(token),
+        token_prefix: redact(token),
+        scopes: encodeScopes(requested),
+        created_at: now,
+        expires_at: now + ttl * 1000,
+        revoked_at: null,
+      }),
+    );
     return { access_token: token, token_type: 'Bearer', expires_in: ttl, scope: encodeScopes(requested) };
+  }
+
+  // The OAuth server's access tokens. Those taking a `Work` write in the caller's transaction (the
+  // grant's); a caller that revokes runs that transaction through `revocations.around`, so this
+  // process's credential cache sees the revocation.
+
+  /** Issues the access token of an OAuth grant inside the grant's transaction; returns its row id. */
+  async issueGrantAccessToken(w: Work, token: GrantAccessToken): Promise<number> {
+    const row = await insertAccessToken(w.trx, {
+      account_id: token.accountId,
+      app_id: token.appId,
+      token_hash: sha256Hex(token.token),
+      token_prefix: redact(token.token),
+      scopes: encodeScopes(token.scopes),
+      created_at: w.now,
+      expires_at: token.expiresAt,
+      revoked_at: null,
+      grant_id: token.grantId,
+    });
+    return row.id;
+  }
+
+  /** Revokes the access token `id` inside the caller's transaction; false when it was unknown or already revoked. */
+  async revokeAccessTokenInWork(w: Work, id: number): Promise<boolean> {
+    return revokeAccessTokenById(w.trx, id, w.now);
+  }
+
+  /** Revokes every live access token of an OAuth grant, inside the grant's revocation. */
+  async revokeGrantAccessTokens(w: Work, grantId: number): Promise<void> {
+    await revokeAccessTokensOfGrant(w.trx, grantId, w.now);
+  }
+
+  /**
+   * Revokes an access token given its raw value if it was issued to the app `appId` (RFC 7009:
+   * a client revokes only its own tokens); false when it is unknown, another app's, or revoked.
+   */
+  async revokeAppAccessToken(token: string, appId: number): Promise<boolean> {
+    const hash = sha256Hex(token);
+    const now = this.clock.now();
+    const row = await findAccessTokenByHash(this.db, hash);
+    if (!row || row.app_id !== appId) return false;
+    return this.revocations.around(() => this.uow.run(({ trx }) => revokeAccessTokenByHash(trx, hash, now), now));
   }
 
   private async loadApiKey(hash: string): Promise<Credential | null> {
@@ -346,7 +407,9 @@ export class CredentialsService {
    * (The `loyalty` command's: the server processes forget it within CREDENTIAL_CACHE_MS.)
    */
   async revokeAccessToken(token: string): Promise<boolean> {
-    return this.revocations.around(() => revokeAccessTokenByHash(this.db, sha256Hex(token), this.clock.now()));
+    return this.revocations.around(() =>
+      this.uow.run(({ trx, now }) => revokeAccessTokenByHash(trx, sha256Hex(token), now)),
+    );
   }
 
   /**

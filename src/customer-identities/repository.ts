@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import { compiledQuery, pick } from '../storage/compiled-query.js';
 import type { CustomerIdentityRow, Database } from '../storage/schema.js';
 import type { CustomerIdentity } from './schemas.js';
@@ -11,7 +11,7 @@ import type { CustomerIdentity } from './schemas.js';
  * properties merge that follows in the same transaction cannot lose a concurrent update.
  */
 export async function updateIdentityFields(
-  db: Kysely<Database>,
+  db: Transaction<Database>,
   accountId: number,
   distinctId: string,
   fields: IdentityFields,
@@ -75,7 +75,7 @@ const updateFieldsQueries = {
 
 /** Replaces the stored properties of one identity (already merged by the caller). */
 export async function replaceIdentityProperties(
-  db: Kysely<Database>,
+  db: Transaction<Database>,
   id: number,
   properties: Record<string, unknown>,
   now: number,
@@ -98,7 +98,7 @@ const replacePropertiesQuery = compiledQuery((db, v: { id: number; properties: s
  * statement created it, undefined when another request got there first.
  */
 export async function insertIdentityIfAbsent(
-  db: Kysely<Database>,
+  db: Transaction<Database>,
   identity: Omit<CustomerIdentityRow, 'id' | 'properties'> & { properties: Record<string, unknown> },
 ): Promise<CustomerIdentity | undefined> {
   const [row] = await insertIdentityQuery(db, { ...identity, properties: JSON.stringify(identity.properties) });

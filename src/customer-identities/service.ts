@@ -1,12 +1,10 @@
-import type { Kysely } from 'kysely';
 import type { AccountsService } from '../accounts/service.js';
-import type { Clock } from '../clock.js';
 import { CustomerNotVisible, type CustomersService } from '../customers/service.js';
 import { trimEmail } from '../email.js';
 import { DomainError } from '../errors.js';
 import { checkProperties as checkBounds } from '../properties.js';
 import type { Db } from '../storage/db.js';
-import type { Database } from '../storage/schema.js';
+import type { UnitOfWork, Work } from '../storage/unit-of-work.js';
 import {
   type IdentityFields,
   insertIdentityIfAbsent,
@@ -38,9 +36,9 @@ class LostRace extends Error {}
 /** Customer identities, each linked to the customer with its email (spec 4.2). */
 export class CustomerIdentitiesService {
   constructor(
-    readonly db: Db,
-    readonly clock: Clock,
-    readonly accounts: AccountsService,
+    private readonly db: Db,
+    private readonly uow: UnitOfWork,
+    private readonly accounts: AccountsService,
     private readonly customers: CustomersService,
   ) {}
 
@@ -55,7 +53,7 @@ export class CustomerIdentitiesService {
     if (request.properties !== undefined) checkProperties(request.properties, '');
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.db.kysely.transaction().execute((trx) => this.createOrUpdateIn(trx, accountId, request));
+        return await this.uow.run((w) => this.createOrUpdateIn(w, accountId, request));
       } catch (error) {
         if (!(error instanceof LostRace) && !(error instanceof CustomerNotVisible)) throw error;
         if (attempt >= MAX_ATTEMPTS) {
@@ -73,18 +71,14 @@ export class CustomerIdentitiesService {
 
   // The update is tried first because it is a write: it takes the lock that serialises this
   // distinct_id (see updateIdentityFields), and an update path must never create a customer.
-  private async createOrUpdateIn(
-    trx: Kysely<Database>,
-    accountId: number,
-    request: CustomerIdentityInput,
-  ): Promise<IdentityResult> {
-    const now = this.clock.now();
+  private async createOrUpdateIn(w: Work, accountId: number, request: CustomerIdentityInput): Promise<IdentityResult> {
+    const { trx, now } = w;
     const updated = await updateIdentityFields(trx, accountId, request.distinct_id, changedFields(request, now));
     if (updated)
       return { identity: await mergeStoredProperties(trx, updated, request.properties, now), created: false };
 
     // Rules 2 and 3: the customer with the identity's email, created from the identity if none.
-    const customerId = await this.customers.idForEmail(trx, accountId, request, now);
+    const customerId = await this.customers.idForEmail(w, accountId, request);
     const created = await insertIdentityIfAbsent(trx, {
       account_id: accountId,
       customer_id: customerId,
@@ -113,7 +107,7 @@ function changedFields(request: CustomerIdentityInput, now: number): IdentityFie
 }
 
 async function mergeStoredProperties(
-  trx: Kysely<Database>,
+  trx: Work['trx'],
   identity: CustomerIdentity,
   patch: Record<string, unknown> | undefined,
   now: number,

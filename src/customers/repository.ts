@@ -1,9 +1,25 @@
-import { type Kysely, PostgresAdapter, sql } from 'kysely';
+import { type Kysely, PostgresAdapter, sql, type Transaction } from 'kysely';
 import type { Direction } from '../pagination/cursor.js';
 import { compiledQuery, pick } from '../storage/compiled-query.js';
 import type { CustomerRow, CustomerState, Database } from '../storage/schema.js';
-import { tierForPoints } from '../vip-tiers/repository.js';
 import type { CustomerSummary } from './schemas.js';
+
+/** A customer as stored, in the domain's names (the service turns it into the API's form). */
+export interface StoredCustomer {
+  readonly id: number;
+  readonly accountId: number;
+  readonly email: string;
+  readonly firstName: string | null;
+  readonly lastName: string | null;
+  readonly state: CustomerState;
+  readonly dateOfBirth: string | null;
+  readonly pointsBalance: number;
+  readonly pointsEarned: number;
+  readonly referralUrl: string | null;
+  readonly vipTierId: number | null;
+  readonly createdAt: number;
+  readonly updatedAt: number;
+}
 
 /** What a new customer is inserted with. */
 export type NewCustomer = Pick<
@@ -13,24 +29,21 @@ export type NewCustomer = Pick<
 
 /**
  * Inserts the customer unless the account already has one with its normalised email; returns it
- * when this statement created it, undefined otherwise (never a unique-constraint error). It
- * starts in the VIP tier 0 points give (a tier at milestone 0), found by the same statement.
+ * when this statement created it, undefined otherwise (never a unique-constraint error). It starts
+ * in no VIP tier: the caller places it (vip-tiers owns the rule), in the same transaction.
  */
 export async function insertCustomerIfAbsent(
-  db: Kysely<Database>,
+  trx: Transaction<Database>,
   customer: NewCustomer,
 ): Promise<CustomerSummary | undefined> {
-  const [row] = await insertCustomerQuery(db, customer);
+  const [row] = await insertCustomerQuery(trx, customer);
   return row && toSummary(row);
 }
 
 const insertCustomerQuery = compiledQuery((db, v: NewCustomer) =>
   db
     .insertInto('customers')
-    .values({
-      ...pick(v, ['account_id', 'email', 'email_normalized', 'first_name', 'last_name', 'created_at', 'updated_at']),
-      vip_tier_id: tierForPoints(db, v.account_id, 0),
-    })
+    .values(pick(v, ['account_id', 'email', 'email_normalized', 'first_name', 'last_name', 'created_at', 'updated_at']))
     .onConflict((oc) => oc.columns(['account_id', 'email_normalized']).doNothing())
     .returningAll(),
 );
@@ -61,18 +74,20 @@ export async function findCustomer(
   db: Kysely<Database>,
   accountId: number,
   id: number,
-): Promise<CustomerRow | undefined> {
-  return db
+): Promise<StoredCustomer | undefined> {
+  const row = await db
     .selectFrom('customers')
     .selectAll()
     .where('id', '=', id)
     .where('account_id', '=', accountId)
     .executeTakeFirst();
+  return row && toStoredCustomer(row);
 }
 
 /** A customer by id alone (the CLI names customers by id). */
-export async function findCustomerById(db: Kysely<Database>, id: number): Promise<CustomerRow | undefined> {
-  return db.selectFrom('customers').selectAll().where('id', '=', id).executeTakeFirst();
+export async function findCustomerById(db: Kysely<Database>, id: number): Promise<StoredCustomer | undefined> {
+  const row = await db.selectFrom('customers').selectAll().where('id', '=', id).executeTakeFirst();
+  return row && toStoredCustomer(row);
 }
 
 /**
@@ -81,12 +96,12 @@ export async function findCustomerById(db: Kysely<Database>, id: number): Promis
  * already holds the database's write lock (BEGIN IMMEDIATE, see storage/db.ts).
  */
 export async function lockCustomer(
-  db: Kysely<Database>,
+  trx: Transaction<Database>,
   accountId: number,
   id: number,
-): Promise<CustomerRow | undefined> {
-  const [row] = await lockCustomerQuery(db, { accountId, id });
-  return row;
+): Promise<StoredCustomer | undefined> {
+  const [row] = await lockCustomerQuery(trx, { accountId, id });
+  return row && toStoredCustomer(row);
 }
 
 const lockCustomerQuery = compiledQuery((db, v: { accountId: number; id: number }) =>
@@ -112,8 +127,8 @@ export async function findCustomersPage(
   direction: Direction,
   boundary: number | null,
   rows: number,
-): Promise<CustomerRow[]> {
-  return db
+): Promise<StoredCustomer[]> {
+  const found = await db
     .selectFrom('customers')
     .selectAll()
     .where('account_id', '=', accountId)
@@ -124,6 +139,7 @@ export async function findCustomersPage(
     .orderBy('id', direction === 'next' ? 'desc' : 'asc')
     .limit(rows)
     .execute();
+  return found.map(toStoredCustomer);
 }
 
 /** The console's search: part of an email or name, a state, a VIP tier (`null`: none). */
@@ -153,9 +169,9 @@ export async function searchCustomersPage(
   direction: Direction,
   boundary: number | null,
   rows: number,
-): Promise<CustomerRow[]> {
+): Promise<StoredCustomer[]> {
   const pattern = search.text === undefined ? null : containsPattern(search.text);
-  return db
+  const found = await db
     .selectFrom('customers')
     .selectAll()
     .where('account_id', '=', accountId)
@@ -175,20 +191,41 @@ export async function searchCustomersPage(
     .orderBy('id', direction === 'next' ? 'desc' : 'asc')
     .limit(rows)
     .execute();
+  return found.map(toStoredCustomer);
 }
 
+/** Sets a customer's state; the customer, or undefined when there is no customer with this id. */
 export async function updateCustomerState(
-  db: Kysely<Database>,
+  trx: Transaction<Database>,
   id: number,
   state: CustomerState,
   now: number,
-): Promise<CustomerRow | undefined> {
-  return db
+): Promise<StoredCustomer | undefined> {
+  const row = await trx
     .updateTable('customers')
     .set({ state, updated_at: now })
     .where('id', '=', id)
     .returningAll()
     .executeTakeFirst();
+  return row && toStoredCustomer(row);
+}
+
+function toStoredCustomer(row: CustomerRow): StoredCustomer {
+  return {
+    id: row.id,
+    accountId: row.account_id,
+    email: row.email,
+    firstName: row.first_name,
+    lastName: row.last_name,
+    state: row.state,
+    dateOfBirth: row.date_of_birth,
+    pointsBalance: row.points_balance,
+    pointsEarned: row.points_earned,
+    referralUrl: row.referral_url,
+    vipTierId: row.vip_tier_id,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
 }
 
 function toSummary(row: CustomerRow): CustomerSummary {

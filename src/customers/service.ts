@@ -4,22 +4,31 @@ import type { Clock } from '../clock.js';
 import { isoTime } from '../common-schemas.js';
 import { normalizeEmail, trimEmail } from '../email.js';
 import { DomainError, invalidParameter, notFound } from '../errors.js';
-import { Cursors, keysetPage } from '../pagination/keyset.js';
+import { Cursors, keysetPage, type PageMetadata } from '../pagination/keyset.js';
 import { DEFAULT_LIMIT } from '../pagination/schemas.js';
-import type { CustomerRow, CustomerState, Database } from '../storage/schema.js';
+import type { CustomerState, Database } from '../storage/schema.js';
+import type { UnitOfWork, Work } from '../storage/unit-of-work.js';
+import { parseTime } from '../time.js';
 import { validate } from '../validate.js';
-import { listTiers } from '../vip-tiers/repository.js';
 import type { VipTier } from '../vip-tiers/schemas.js';
+import type { VipTiersService } from '../vip-tiers/service.js';
 import {
   type CustomerFilters,
+  type CustomerSearch,
   findCustomer,
   findCustomerByEmail,
   findCustomerById,
   findCustomersPage,
   insertCustomerIfAbsent,
   listCustomers,
+  lockCustomer,
+  type StoredCustomer,
+  searchCustomersPage,
   updateCustomerState,
 } from './repository.js';
+
+export type { CustomerSearch } from './repository.js';
+
 import {
   CUSTOMER_STATES,
   type Customer,
@@ -38,8 +47,28 @@ export interface CustomerFields {
   last_name?: string | null;
 }
 
+/** The console's customer search has cursors of its own kind, bound to its filters (the API's list takes other ones). */
+const CUSTOMER_SEARCH_CURSOR = { resource: 'customers_console_search', filtered: true };
+
+/** One page of the console's customer search, with the account's tiers (to name each customer's). */
+export interface CustomerSearchPage {
+  customers: Customer[];
+  metadata: PageMetadata;
+  tiers: VipTier[];
+}
+
 /** Thrown when a customer another transaction created cannot be seen yet: replay the transaction. */
 export class CustomerNotVisible extends Error {}
+
+/** A customer locked for the rest of a unit of work: what the ledger and its callers decide on. */
+export interface LockedCustomer {
+  readonly id: number;
+  readonly accountId: number;
+  readonly state: CustomerState;
+  readonly pointsBalance: number;
+  readonly pointsEarned: number;
+  readonly vipTierId: number | null;
+}
 
 /** An account's customers: one per normalised email. */
 export class CustomersService {
@@ -47,8 +76,10 @@ export class CustomersService {
 
   constructor(
     private readonly db: Kysely<Database>,
-    private readonly clock: Clock,
+    private readonly uow: UnitOfWork,
+    clock: Clock,
     private readonly accounts: AccountsService,
+    private readonly vipTiers: VipTiersService,
   ) {
     this.cursors = new Cursors(db, clock);
   }
@@ -71,16 +102,43 @@ export class CustomersService {
         filters,
         fetch: (direction, boundary, rows) => findCustomersPage(this.db, accountId, filters, direction, boundary, rows),
       }),
-      listTiers(this.db, accountId),
+      this.vipTiers.list(accountId),
     ]);
     return { customers: page.items.map((row) => toCustomer(row, tiers)), metadata: page.metadata };
   }
 
+  /**
+   * One page of the account's customers matching the console's search (id descending, keyset
+   * cursors bound to the search): part of an email or name, a state, a tier. The API's list
+   * keeps its own contract (an exact email).
+   */
+  async search(accountId: number, search: CustomerSearch, cursor?: string): Promise<CustomerSearchPage> {
+    // One JSON form per search for the cursor's digest: keys in a fixed order, absent ones left out.
+    const filters = {
+      ...(search.text === undefined ? {} : { text: search.text }),
+      ...(search.state === undefined ? {} : { state: search.state }),
+      ...(search.tierId === undefined ? {} : { tierId: search.tierId }),
+    };
+    const [page, tiers] = await Promise.all([
+      keysetPage({
+        codec: await this.cursors.codec(CUSTOMER_SEARCH_CURSOR),
+        accountId,
+        limit: DEFAULT_LIMIT,
+        cursor,
+        filters,
+        fetch: (direction, boundary, rows) =>
+          searchCustomersPage(this.db, accountId, filters, direction, boundary, rows),
+      }),
+      this.vipTiers.list(accountId),
+    ]);
+    return { customers: page.items.map((row) => toCustomer(row, tiers)), metadata: page.metadata, tiers };
+  }
+
   /** The account's customer; `404 not_found` for an id the account does not have. */
   async get(accountId: number, id: number): Promise<Customer> {
-    const row = await findCustomer(this.db, accountId, id);
-    if (!row) throw notFound(`customer ${id} does not exist`);
-    return toCustomer(row, await listTiers(this.db, accountId));
+    const customer = await findCustomer(this.db, accountId, id);
+    if (!customer) throw notFound(`customer ${id} does not exist`);
+    return toCustomer(customer, await this.vipTiers.list(accountId));
   }
 
   /** Changes a customer's state (only members earn and spend); `404` for an unknown id. */
@@ -88,23 +146,23 @@ export class CustomersService {
     if (!(CUSTOMER_STATES as readonly string[]).includes(state)) {
       throw invalidParameter('state', `must be one of ${CUSTOMER_STATES.join(', ')}`);
     }
-    const row = await updateCustomerState(this.db, id, state as CustomerState, this.clock.now());
-    if (!row) throw notFound(`customer ${id} does not exist`);
-    return toCustomer(row, await listTiers(this.db, row.account_id));
+    const customer = await this.uow.run((w) => updateCustomerState(w.trx, id, state as CustomerState, w.now));
+    if (!customer) throw notFound(`customer ${id} does not exist`);
+    return toCustomer(customer, await this.vipTiers.list(customer.accountId));
   }
 
   /** A customer by id alone, as the API shows it (for the CLI); `404` for an unknown id. */
   async show(id: number): Promise<Customer> {
-    const row = await findCustomerById(this.db, id);
-    if (!row) throw notFound(`customer ${id} does not exist`);
-    return toCustomer(row, await listTiers(this.db, row.account_id));
+    const customer = await findCustomerById(this.db, id);
+    if (!customer) throw notFound(`customer ${id} does not exist`);
+    return toCustomer(customer, await this.vipTiers.list(customer.accountId));
   }
 
   /** Creates a customer (the CLI's `customers create`); an email already in the account is refused. */
   async create(accountId: number, input: unknown): Promise<CustomerSummary> {
     const customer = validate(CustomerInput, trimEmail(input), 'customer');
     await this.accounts.require(accountId);
-    const created = await this.insertPlaced(this.db, accountId, customer, this.clock.now());
+    const created = await this.uow.run((w) => this.insertPlaced(w, accountId, customer));
     if (created) return created;
     const existing = await findCustomerByEmail(this.db, accountId, normalizeEmail(customer.email));
     throw new DomainError('invalid_parameter', `a customer with this email already exists (id ${existing?.id})`, [
@@ -120,22 +178,42 @@ export class CustomersService {
 
   /**
    * The id of the account's customer with this email, created from `fields` when there is none,
-   * inside the caller's transaction. Throws CustomerNotVisible when a concurrent transaction holds
+   * inside the caller's unit of work. Throws CustomerNotVisible when a concurrent transaction holds
    * the email but its customer cannot be read yet.
    */
-  async idForEmail(trx: Kysely<Database>, accountId: number, fields: CustomerFields, now: number): Promise<number> {
-    const inserted = await this.insertPlaced(trx, accountId, fields, now);
+  async idForEmail(w: Work, accountId: number, fields: CustomerFields): Promise<number> {
+    const inserted = await this.insertPlaced(w, accountId, fields);
     if (inserted) return inserted.id;
     // The insert did nothing, so the customer exists; READ COMMITTED lets this statement see it
     // even when a concurrent transaction committed it after ours began.
-    const existing = await findCustomerByEmail(trx, accountId, normalizeEmail(fields.email));
+    const existing = await findCustomerByEmail(w.trx, accountId, normalizeEmail(fields.email));
     if (!existing) throw new CustomerNotVisible();
     return existing.id;
   }
 
-  /** Inserts a new customer in the VIP tier 0 points give (a tier at milestone 0), unless the email is taken. */
-  private insertPlaced(trx: Kysely<Database>, accountId: number, fields: CustomerFields, now: number) {
-    return insertCustomerIfAbsent(trx, this.row(accountId, fields, now));
+  /**
+   * The account's customer, locked until the work's transaction ends (on PostgreSQL `FOR UPDATE`,
+   * which also reads the latest committed row); undefined for an id the account does not have.
+   */
+  async lock(w: Work, accountId: number, customerId: number): Promise<LockedCustomer | undefined> {
+    const customer = await lockCustomer(w.trx, accountId, customerId);
+    return (
+      customer && {
+        id: customer.id,
+        accountId: customer.accountId,
+        state: customer.state,
+        pointsBalance: customer.pointsBalance,
+        pointsEarned: customer.pointsEarned,
+        vipTierId: customer.vipTierId,
+      }
+    );
+  }
+
+  /** Inserts a new customer, placed in the VIP tier 0 points give (a tier at milestone 0), unless the email is taken. */
+  private async insertPlaced(w: Work, accountId: number, fields: CustomerFields): Promise<CustomerSummary | undefined> {
+    const created = await insertCustomerIfAbsent(w.trx, this.row(accountId, fields, w.now));
+    if (created) await this.vipTiers.place(w, created.id);
+    return created;
   }
 
   private row(accountId: number, fields: CustomerFields, now: number) {
@@ -151,36 +229,29 @@ export class CustomersService {
   }
 }
 
-/** An ISO 8601 date-time (checked by the schema) as epoch ms; `400` naming `field` if it names no instant. */
-export function parseTime(value: string, field: string): number {
-  const ms = Date.parse(value);
-  if (Number.isNaN(ms)) throw invalidParameter(field, 'must be an ISO 8601 date-time that names an instant');
-  return ms;
-}
-
 /** The API form of a customer: `tiers` are the account's, ascending milestone. */
-export function toCustomer(row: CustomerRow, tiers: readonly VipTier[]): Customer {
-  const next = tiers.find((tier) => tier.milestone > row.points_earned);
+export function toCustomer(customer: StoredCustomer, tiers: readonly VipTier[]): Customer {
+  const next = tiers.find((tier) => tier.milestone > customer.pointsEarned);
   return {
-    id: row.id,
-    first_name: row.first_name,
-    last_name: row.last_name,
-    email: row.email,
-    state: row.state,
-    date_of_birth: row.date_of_birth,
-    points_balance: row.points_balance,
-    referral_url: row.referral_url,
-    vip_tier_id: row.vip_tier_id,
+    id: customer.id,
+    first_name: customer.firstName,
+    last_name: customer.lastName,
+    email: customer.email,
+    state: customer.state,
+    date_of_birth: customer.dateOfBirth,
+    points_balance: customer.pointsBalance,
+    referral_url: customer.referralUrl,
+    vip_tier_id: customer.vipTierId,
     vip_status: {
-      vip_tier_id: row.vip_tier_id,
+      vip_tier_id: customer.vipTierId,
       vip_tier_expires_at: null,
-      progress_value: row.points_earned,
+      progress_value: customer.pointsEarned,
       current_vip_period_end: null,
       delta_to_retain_vip_tier: null,
       next_vip_tier_id: next?.id ?? null,
-      delta_to_next_vip_tier: next ? next.milestone - row.points_earned : null,
+      delta_to_next_vip_tier: next ? next.milestone - customer.pointsEarned : null,
     },
-    created_at: isoTime(row.created_at),
-    updated_at: isoTime(row.updated_at),
+    created_at: isoTime(customer.createdAt),
+    updated_at: isoTime(customer.updatedAt),
   };
 }

@@ -1,17 +1,20 @@
 import type { AccountsService } from '../accounts/service.js';
-import { findActivityTypeByToken } from '../activity-types/repository.js';
 import type { ActivityType } from '../activity-types/schemas.js';
+import type { ActivityTypesService } from '../activity-types/service.js';
 import type { Clock } from '../clock.js';
 import { invalidParameter, notFound } from '../errors.js';
 import { ALL_EARNING_RULES_CURSOR, EARNING_RULES_CURSOR } from '../pagination/cursor.js';
 import { Cursors, keysetPage } from '../pagination/keyset.js';
 import { DEFAULT_LIMIT } from '../pagination/schemas.js';
+import { AccountCache, CACHE_MAX_AGE_MS } from '../storage/change-feed.js';
 import type { Db } from '../storage/db.js';
+import type { UnitOfWork, Work } from '../storage/unit-of-work.js';
 import { validate } from '../validate.js';
-import { RulesPages } from './page-cache.js';
 import {
   deleteRule,
+  findBoundRules,
   findPage,
+  findRulesVersion,
   findStoredPage,
   findStoredRule,
   insertRules,
@@ -20,37 +23,41 @@ import {
   updateRule,
   updateRuleEnabled,
 } from './repository.js';
-import { EarningRuleInput, EarningRuleInputList, type EarningRulesPage, type StoredEarningRule } from './schemas.js';
-
-/** Bytes of serialised pages one service (one database) keeps: well over a thousand full 50-rule pages. */
-const PAGE_CACHE_BYTES = 32 * 1024 * 1024;
+import {
+  type EarningRule,
+  EarningRuleInput,
+  EarningRuleInputList,
+  type EarningRulesPage,
+  type StoredEarningRule,
+} from './schemas.js';
 
 /** Earning rules and their keyset pages (spec 4.3). */
 export class EarningRulesService {
   private readonly cursors: Cursors;
-  private readonly pages: RulesPages;
+  /**
+   * The accounts' rules versions: on PostgreSQL kept until a change notification, on SQLite until
+   * another connection commits (PRAGMA data_version), at most CACHE_MAX_AGE_MS either way.
+   */
+  private readonly versions: AccountCache<number>;
 
   constructor(
-    readonly db: Db,
-    readonly clock: Clock,
-    readonly accounts: AccountsService,
+    private readonly db: Db,
+    private readonly uow: UnitOfWork,
+    private readonly accounts: AccountsService,
+    private readonly activityTypes: ActivityTypesService,
+    clock: Clock,
   ) {
-    this.pages = new RulesPages(db, PAGE_CACHE_BYTES);
+    this.versions = new AccountCache(db.changes, 'earning_rules', CACHE_MAX_AGE_MS);
     this.cursors = new Cursors(db.kysely, clock);
   }
 
   /**
-   * A page as `list` gives it, serialised by `serialize` (the route's response schema), from the
-   * page cache while the account's rules have not changed.
+   * The account's earning-rules version (-1 for an account that does not exist): raised in the
+   * transaction of every change to its rules, by any process or by the CLI, so a page built at
+   * a version is exact while the version stands (the route's page cache, http/page-cache.ts).
    */
-  async listSerialised(
-    accountId: number,
-    query: { limit?: number; cursor?: string },
-    serialize: (page: EarningRulesPage) => string,
-  ): Promise<Buffer> {
-    // "No cursor" and any cursor never share a key (an empty cursor is refused by the schema).
-    const key = `${query.limit ?? ''}:${query.cursor === undefined ? '-' : `c${query.cursor}`}`;
-    return this.pages.get(accountId, key, async () => serialize(await this.list(accountId, query)));
+  async version(accountId: number): Promise<number> {
+    return this.versions.get(accountId, async () => (await findRulesVersion(this.db.kysely, accountId)) ?? -1);
   }
 
   /** One page of the account's enabled rules, id descending (see keysetPage). */
@@ -65,6 +72,11 @@ export class EarningRulesService {
     return { earning_rules: page.items, metadata: page.metadata };
   }
 
+  /** The account's enabled rules bound to the activity type, id ascending, read inside `w` (an activity's). */
+  boundRules(w: Work, accountId: number, activityTypeId: number): Promise<EarningRule[]> {
+    return findBoundRules(w.trx, accountId, activityTypeId);
+  }
+
   /**
    * Creates one rule (an object) or many (an array) for the account, all or nothing: every rule
    * is validated before any is written, and the rows go in within one transaction. Returns the
@@ -76,8 +88,7 @@ export class EarningRulesService {
     const rules = many ? validate(EarningRuleInputList, input, root) : [validate(EarningRuleInput, input, root)];
     await this.accounts.require(accountId);
     const types = await this.activityTypesOf(accountId, rules, root);
-    const now = this.clock.now();
-    const created = await this.db.kysely.transaction().execute((trx) =>
+    const created = await this.uow.run(({ trx, now }) =>
       insertRules(
         trx,
         accountId,
@@ -85,7 +96,7 @@ export class EarningRulesService {
         now,
       ),
     );
-    this.pages.changed(accountId);
+    this.versions.forget(accountId);
     return many ? created : created[0]!;
   }
 
@@ -97,11 +108,10 @@ export class EarningRulesService {
   async update(accountId: number, id: number, input: unknown): Promise<StoredEarningRule> {
     const rule = validate(EarningRuleInput, input, 'earning_rule');
     const types = await this.activityTypesOf(accountId, [rule], 'earning_rule');
-    const now = this.clock.now();
-    const updated = await this.db.kysely
-      .transaction()
-      .execute((trx) => updateRule(trx, accountId, id, withDefaults(rule, types), now));
-    this.pages.changed(accountId);
+    const updated = await this.uow.run(({ trx, now }) =>
+      updateRule(trx, accountId, id, withDefaults(rule, types), now),
+    );
+    this.versions.forget(accountId);
     if (!updated) throw notFound(`earning rule ${id} does not exist`);
     return updated;
   }
@@ -112,7 +122,7 @@ export class EarningRulesService {
     for (const [index, rule] of rules.entries()) {
       const token = rule.activity_token;
       if (token === undefined || token === null || types.has(token)) continue;
-      const type = await findActivityTypeByToken(this.db.kysely, accountId, token);
+      const type = await this.activityTypes.byToken(accountId, token);
       const field = root === 'earning_rules' ? `${root}.${index}.activity_token` : `${root}.activity_token`;
       if (!type) throw invalidParameter(field, `names no activity type of account ${accountId}`);
       types.set(token, type);
@@ -146,17 +156,17 @@ export class EarningRulesService {
 
   /** Lists (`true`) or hides (`false`) a rule; `404 not_found` for an unknown id. */
   async setEnabled(id: number, enabled: boolean): Promise<StoredEarningRule> {
-    const now = this.clock.now();
-    const rule = await this.db.kysely.transaction().execute((trx) => updateRuleEnabled(trx, id, enabled, now));
-    this.pages.changed();
+    const rule = await this.uow.run(({ trx, now }) => updateRuleEnabled(trx, id, enabled, now));
+    // The rule's account is not known here: every account's version is read again.
+    this.versions.forget();
     if (!rule) throw notFound(`earning rule ${id} does not exist`);
     return rule;
   }
 
   /** Deletes a rule; `404 not_found` for an unknown id. */
   async delete(id: number): Promise<{ deleted: true }> {
-    const deleted = await this.db.kysely.transaction().execute((trx) => deleteRule(trx, id));
-    this.pages.changed();
+    const deleted = await this.uow.run(({ trx }) => deleteRule(trx, id));
+    this.versions.forget();
     if (!deleted) throw notFound(`earning rule ${id} does not exist`);
     return { deleted: true };
   }

@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Redis } from 'ioredis';
 import { grants, type Scope } from '../auth/scopes.js';
 import { sha256Hex } from '../auth/secrets.js';
-import type { Credential, CredentialsService } from '../auth/service.js';
+import type { AuthService, Credential } from '../auth/service.js';
 import { insufficientScope, unauthorized } from '../auth/service.js';
 import type { Config } from '../config.js';
 import { DomainError } from '../errors.js';
@@ -35,7 +35,7 @@ const BEARER = /^Bearer +([A-Za-z0-9_]{1,200}) *$/i;
  */
 export function registerAuth(
   app: FastifyInstance,
-  credentials: CredentialsService,
+  credentials: AuthService,
   config: Config,
   redis: Redis | null = null,
 ): void {
@@ -83,7 +83,7 @@ function readBearer(header: string | undefined): Presented {
  */
 async function authenticate(
   request: FastifyRequest,
-  credentials: CredentialsService,
+  credentials: AuthService,
   failures: FailureThrottle | null,
 ): Promise<Credential> {
   const presented = readBearer(request.headers.authorization);

@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { SESSION_TTL_SECONDS, type Session } from '../oauth/sessions.js';
+import { SESSION_TTL_SECONDS, type Session } from '../sessions/service.js';
 
 /** Where a kind of browser session lives: the OAuth pages' and the console's. */
 export interface SessionCookie {

@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import type { Database } from '../storage/schema.js';
 
 export interface StoredKey {
@@ -13,14 +13,14 @@ export interface StoredKey {
  * after waiting for the transaction that claimed it to end).
  */
 export async function claimKey(
-  db: Kysely<Database>,
+  trx: Transaction<Database>,
   accountId: number,
   key: string,
   requestHash: string,
   now: number,
   expiredBefore: number,
 ): Promise<boolean> {
-  const row = await db
+  const row = await trx
     .insertInto('idempotency_keys')
     .values({ account_id: accountId, key, request_hash: requestHash, status: null, body: null, created_at: now })
     .onConflict((oc) =>
@@ -46,13 +46,13 @@ export async function findKey(db: Kysely<Database>, accountId: number, key: stri
 
 /** Stores the answer of the request that holds the key (in its transaction). */
 export async function storeAnswer(
-  db: Kysely<Database>,
+  trx: Transaction<Database>,
   accountId: number,
   key: string,
   status: number,
   body: string,
 ): Promise<void> {
-  await db
+  await trx
     .updateTable('idempotency_keys')
     .set({ status, body })
     .where('account_id', '=', accountId)
@@ -60,7 +60,8 @@ export async function storeAnswer(
     .execute();
 }
 
-/** Deletes every key older than `before`. */
-export async function purgeKeys(db: Kysely<Database>, before: number): Promise<void> {
-  await db.deleteFrom('idempotency_keys').where('created_at', '<=', before).execute();
+/** Deletes every key made before `before`; how many it deleted. */
+export async function purgeKeys(trx: Transaction<Database>, before: number): Promise<number> {
+  const result = await trx.deleteFrom('idempotency_keys').where('created_at', '<', before).executeTakeFirst();
+  return Number(result.numDeletedRows);
 }

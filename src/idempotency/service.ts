@@ -1,14 +1,12 @@
 import { createHash } from 'node:crypto';
 import type { Kysely } from 'kysely';
-import type { Clock } from '../clock.js';
 import { DomainError } from '../errors.js';
 import type { Database } from '../storage/schema.js';
+import type { UnitOfWork, Work } from '../storage/unit-of-work.js';
 import { claimKey, findKey, purgeKeys, storeAnswer } from './repository.js';
 
 /** How long a key replays its first answer. */
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
-/** One request with a key in this many also deletes the keys past their 24 hours. */
-const PURGE_EVERY = 200;
 
 /** A request's key, and what identifies the request it was first sent with. */
 export interface IdempotentRequest {
@@ -35,38 +33,35 @@ class KeyTaken extends Error {}
  * it guards, so concurrent requests with one key write once: on PostgreSQL the second claim waits
  * on the first's uncommitted row, on SQLite on the write lock. Only successful answers are kept:
  * a refused request rolls its claim back with everything else, so a retry is evaluated anew.
+ * Keys past their 24 hours are deleted by purgeExpired (timed work of the server, not of requests).
  */
 export class IdempotencyService {
-  private requests = 0;
-
   constructor(
     private readonly db: Kysely<Database>,
-    private readonly clock: Clock,
+    private readonly uow: UnitOfWork,
   ) {}
 
   /**
-   * Runs `work` in one transaction and answers `status` with `serialize(result)`, or, when the
+   * Runs `work` in one unit of work and answers `status` with `serialize(result)`, or, when the
    * key already has an answer, replays it without running anything.
    */
   async run<T>(
     request: IdempotentRequest,
     status: number,
-    work: (trx: Kysely<Database>) => Promise<T>,
+    work: (w: Work) => Promise<T>,
     serialize: (result: T) => string,
   ): Promise<Answer> {
     const { accountId, key } = request;
     if (key === undefined) {
-      const result = await this.db.transaction().execute(work);
+      const result = await this.uow.run(work);
       return { status, body: serialize(result) };
     }
     const hash = createHash('sha256').update(request.fingerprint).digest('hex');
-    const now = this.clock.now();
     try {
-      return await this.db.transaction().execute(async (trx) => {
-        if (!(await claimKey(trx, accountId, key, hash, now, now - IDEMPOTENCY_TTL_MS))) throw new KeyTaken();
-        const answer = { status, body: serialize(await work(trx)) };
-        await storeAnswer(trx, accountId, key, answer.status, answer.body);
-        if (++this.requests % PURGE_EVERY === 0) await purgeKeys(trx, now - IDEMPOTENCY_TTL_MS);
+      return await this.uow.run(async (w) => {
+        if (!(await claimKey(w.trx, accountId, key, hash, w.now, w.now - IDEMPOTENCY_TTL_MS))) throw new KeyTaken();
+        const answer = { status, body: serialize(await work(w)) };
+        await storeAnswer(w.trx, accountId, key, answer.status, answer.body);
         return answer;
       });
     } catch (error) {
@@ -83,6 +78,11 @@ export class IdempotencyService {
       throw new DomainError('unavailable', 'the first request with this Idempotency-Key is still being answered');
     }
     return { status: stored.status, body: stored.body };
+  }
+
+  /** Deletes the keys more than 24 hours old (they replay nothing any more); how many it deleted. */
+  purgeExpired(): Promise<number> {
+    return this.uow.run((w) => purgeKeys(w.trx, w.now - IDEMPOTENCY_TTL_MS));
   }
 }
 

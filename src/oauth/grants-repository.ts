@@ -1,5 +1,4 @@
-import type { Insertable, Kysely } from 'kysely';
-import { revokeAccessTokensOfGrant } from '../auth/repository.js';
+import type { Insertable, Kysely, Transaction } from 'kysely';
 import type {
   Database,
   OAuthCodesTable,
@@ -55,12 +54,16 @@ export async function hasLiveGrant(db: Kysely<Database>, accountId: number, gran
   return row !== undefined;
 }
 
-export async function insertGrant(db: Kysely<Database>, grant: Insertable<OAuthGrantsTable>): Promise<OAuthGrantRow> {
-  return db.insertInto('oauth_grants').values(grant).returningAll().executeTakeFirstOrThrow();
+/** Inserts a grant, in the transaction that inserts its first code. */
+export async function insertGrant(
+  trx: Transaction<Database>,
+  grant: Insertable<OAuthGrantsTable>,
+): Promise<OAuthGrantRow> {
+  return trx.insertInto('oauth_grants').values(grant).returningAll().executeTakeFirstOrThrow();
 }
 
-export async function insertCode(db: Kysely<Database>, code: Insertable<OAuthCodesTable>): Promise<void> {
-  await db.insertInto('oauth_codes').values(code).execute();
+export async function insertCode(trx: Transaction<Database>, code: Insertable<OAuthCodesTable>): Promise<void> {
+  await trx.insertInto('oauth_codes').values(code).execute();
 }
 
 /** What a code or a refresh token takes from its grant: whose it is, and whether it still stands. */
@@ -153,9 +156,10 @@ export async function markCodeUsed(db: Kysely<Database>, codeId: number, now: nu
   return result.numUpdatedRows > 0n;
 }
 
-/** Deletes codes that expired before `before` (kept a while after expiry to detect reuse). */
-export async function pruneCodes(db: Kysely<Database>, before: number): Promise<void> {
-  await db.deleteFrom('oauth_codes').where('expires_at', '<', before).execute();
+/** Deletes codes that expired before `before` (kept a while after expiry to detect reuse); how many. */
+export async function pruneCodes(db: Kysely<Database>, before: number): Promise<number> {
+  const result = await db.deleteFrom('oauth_codes').where('expires_at', '<', before).executeTakeFirst();
+  return Number(result.numDeletedRows);
 }
 
 /**
@@ -164,8 +168,8 @@ export async function pruneCodes(db: Kysely<Database>, before: number): Promise<
  * on SQLite the database write lock. A concurrent revocation then either happened before (false)
  * or waits until the tokens this transaction inserts are committed, and revokes them too.
  */
-export async function lockLiveGrant(db: Kysely<Database>, grantId: number): Promise<boolean> {
-  const result = await db
+export async function lockLiveGrant(trx: Transaction<Database>, grantId: number): Promise<boolean> {
+  const result = await trx
     .updateTable('oauth_grants')
     .set((eb) => ({ revoked_at: eb.ref('revoked_at') }))
     .where('id', '=', grantId)
@@ -175,19 +179,25 @@ export async function lockLiveGrant(db: Kysely<Database>, grantId: number): Prom
 }
 
 /**
- * Revokes a grant and everything descended from it: its refresh tokens and the access tokens
- * issued with them. Call inside a transaction; the grant row is written first, so it serialises
- * with lockLiveGrant.
+ * Marks the grant revoked: the first write of its revocation, so it serialises with lockLiveGrant
+ * (its access and refresh tokens are revoked next, in the same transaction).
  */
-export async function revokeGrantChain(db: Kysely<Database>, grantId: number, now: number): Promise<void> {
-  await db
+export async function revokeGrant(trx: Transaction<Database>, grantId: number, now: number): Promise<void> {
+  await trx
     .updateTable('oauth_grants')
     .set({ revoked_at: now })
     .where('id', '=', grantId)
     .where('revoked_at', 'is', null)
     .execute();
-  await revokeAccessTokensOfGrant(db, grantId, now);
-  await db
+}
+
+/** Revokes every live refresh token of the grant (inside the grant's revocation). */
+export async function revokeRefreshTokensOfGrant(
+  trx: Transaction<Database>,
+  grantId: number,
+  now: number,
+): Promise<void> {
+  await trx
     .updateTable('oauth_refresh_tokens')
     .set({ revoked_at: now })
     .where('grant_id', '=', grantId)
@@ -197,11 +207,12 @@ export async function revokeGrantChain(db: Kysely<Database>, grantId: number, no
 
 // --- Refresh tokens -----------------------------------------------------------------------------
 
+/** Inserts a refresh token, in the transaction that issues it with its access token. */
 export async function insertRefreshToken(
-  db: Kysely<Database>,
+  trx: Transaction<Database>,
   token: Insertable<OAuthRefreshTokensTable>,
 ): Promise<void> {
-  await db.insertInto('oauth_refresh_tokens').values(token).execute();
+  await trx.insertInto('oauth_refresh_tokens').values(token).execute();
 }
 
 /** A refresh token with its grant and app. */
@@ -243,8 +254,8 @@ export async function findRefreshTokenByHash(
 }
 
 /** Revokes the refresh token; false when it already was (the single-use guarantee of rotation). */
-export async function revokeRefreshTokenIfLive(db: Kysely<Database>, id: number, now: number): Promise<boolean> {
-  const result = await db
+export async function revokeRefreshTokenIfLive(trx: Transaction<Database>, id: number, now: number): Promise<boolean> {
+  const result = await trx
     .updateTable('oauth_refresh_tokens')
     .set({ revoked_at: now })
     .where('id', '=', id)

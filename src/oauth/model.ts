@@ -1,12 +1,12 @@
 import OAuth2Server from '@node-oauth/oauth2-server';
 import type { Kysely } from 'kysely';
 import type { App, AppsService } from '../apps/service.js';
-import { insertAccessToken, revokeAccessTokenById } from '../auth/repository.js';
-import type { TokenRevocations } from '../auth/revocations.js';
 import { ALL_SCOPES, decodeScopes, encodeScopes, isScope, type Scope } from '../auth/scopes.js';
-import { ACCESS_TOKEN_PREFIX, newSecret, redact, sha256Hex } from '../auth/secrets.js';
+import { ACCESS_TOKEN_PREFIX, newSecret, sha256Hex } from '../auth/secrets.js';
+import type { AuthService } from '../auth/service.js';
 import type { Clock } from '../clock.js';
 import type { Database } from '../storage/schema.js';
+import type { UnitOfWork, Work } from '../storage/unit-of-work.js';
 import {
   findCodeByHash,
   findRefreshTokenByHash,
@@ -15,9 +15,9 @@ import {
   insertRefreshToken,
   lockLiveGrant,
   markCodeUsed,
-  pruneCodes,
-  revokeGrantChain,
+  revokeGrant,
   revokeRefreshTokenIfLive,
+  revokeRefreshTokensOfGrant,
 } from './grants-repository.js';
 
 const { InvalidClientError, InvalidGrantError, InvalidRequestError, InvalidScopeError } = OAuth2Server;
@@ -38,7 +38,7 @@ export const CODE_TTL_SECONDS = 60;
 /** Refresh tokens live 30 days; each use replaces the token. */
 export const REFRESH_TOKEN_TTL_SECONDS = 30 * 24 * 3600;
 /** Expired codes are kept a day, so a late replay is still recognised as reuse. */
-const CODE_RETENTION_MS = 24 * 3600 * 1000;
+export const CODE_RETENTION_MS = 24 * 3600 * 1000;
 
 /** An S256 code_challenge: base64url of 32 bytes, no padding. */
 const S256_CHALLENGE = /^[A-Za-z0-9_-]{43}$/;
@@ -89,23 +89,38 @@ export class DryRunPassed extends Error {
 }
 
 export interface ModelDeps {
+  /** For reads outside a transaction; every write that must be atomic goes through `uow`. */
   db: Kysely<Database>;
+  uow: UnitOfWork;
   clock: Clock;
   apps: AppsService;
+  /**
+   * The access tokens' room. Every transaction here that revokes access tokens runs through its
+   * `revocations.around` (the credential cache).
+   */
+  auth: AuthService;
   accessTokenTtlSeconds: number;
-  /** Every transaction here that revokes access tokens runs through it (the credential cache). */
-  revocations: TokenRevocations;
 }
 
 export type OAuthModel = OAuth2Server.AuthorizationCodeModel & OAuth2Server.RefreshTokenModel;
 
 /** Revokes a grant with its tokens, in one transaction, as a revocation the credential cache sees. */
 export function revokeGrantChainNow(
-  deps: Pick<ModelDeps, 'db' | 'revocations'>,
+  deps: Pick<ModelDeps, 'uow' | 'auth'>,
   grantId: number,
   now: number,
 ): Promise<void> {
-  return deps.revocations.around(() => deps.db.transaction().execute((trx) => revokeGrantChain(trx, grantId, now)));
+  return deps.auth.revocations.around(() => deps.uow.run((w) => revokeGrantChain(deps.auth, w, grantId), now));
+}
+
+/**
+ * Revokes a grant and everything descended from it: its refresh tokens and the access tokens
+ * issued with them. The grant row is written first, so it serialises with lockLiveGrant.
+ */
+async function revokeGrantChain(auth: AuthService, w: Work, grantId: number): Promise<void> {
+  await revokeGrant(w.trx, grantId, w.now);
+  await auth.revokeGrantAccessTokens(w, grantId);
+  await revokeRefreshTokensOfGrant(w.trx, grantId, w.now);
 }
 
 /**
@@ -117,7 +132,7 @@ export function revokeGrantChainNow(
  * (wall clock - injected clock), so its `expiresAt < new Date()` means "expired by our clock".
  */
 export function createModel(deps: ModelDeps, purpose: ModelPurpose, options: { dryRun?: boolean } = {}): OAuthModel {
-  const { db, clock } = deps;
+  const { db, uow, clock, auth } = deps;
   const toWallClock = (time: number) => new Date(Date.now() + (time - clock.now()));
 
   const revokeChain = (grantId: number) => revokeGrantChainNow(deps, grantId, clock.now());
@@ -193,7 +208,7 @@ export function createModel(deps: ModelDeps, purpose: ModelPurpose, options: { d
       const merchant = user as OAuthUser;
       const now = clock.now();
       const expiresAt = now + CODE_TTL_SECONDS * 1000;
-      await db.transaction().execute(async (trx) => {
+      await uow.run(async ({ trx }) => {
         const grant = await insertGrant(trx, {
           account_id: merchant.accountId,
           app_id: app.appId,
@@ -212,8 +227,7 @@ export function createModel(deps: ModelDeps, purpose: ModelPurpose, options: { d
           expires_at: expiresAt,
           used_at: null,
         });
-      });
-      await pruneCodes(db, now - CODE_RETENTION_MS);
+      }, now);
       return { ...code, expiresAt: toWallClock(expiresAt), scope: scopes, client, user };
     },
 
@@ -301,27 +315,25 @@ export function createModel(deps: ModelDeps, purpose: ModelPurpose, options: { d
       // A refresh revokes the access token it replaces.
       const rotated = merchant.refreshTokenId;
       const write = () =>
-        db.transaction().execute(async (trx) => {
+        uow.run(async (w) => {
+          const { trx } = w;
           if (!(await lockLiveGrant(trx, grantId))) return 'revoked' as const;
           if (rotated !== undefined) {
             if (!(await revokeRefreshTokenIfLive(trx, rotated, now))) return 'reused' as const;
-            if (merchant.accessTokenId) await revokeAccessTokenById(trx, merchant.accessTokenId, now);
+            if (merchant.accessTokenId) await auth.revokeAccessTokenInWork(w, merchant.accessTokenId);
           }
-          const access = await insertAccessToken(trx, {
-            account_id: merchant.accountId,
-            app_id: app.appId,
-            token_hash: sha256Hex(token.accessToken),
-            token_prefix: redact(token.accessToken),
-            scopes: encodeScopes(scopes),
-            created_at: now,
-            expires_at: accessExpiresAt,
-            revoked_at: null,
-            grant_id: grantId,
+          const accessTokenId = await auth.issueGrantAccessToken(w, {
+            grantId,
+            accountId: merchant.accountId,
+            appId: app.appId,
+            token: token.accessToken,
+            scopes,
+            expiresAt: accessExpiresAt,
           });
           await insertRefreshToken(trx, {
             token_hash: sha256Hex(refreshToken),
             grant_id: grantId,
-            access_token_id: access.id,
+            access_token_id: accessTokenId,
             // RFC 6749 6: a new refresh token has the scope of the one it replaces.
             scopes: encodeScopes(merchant.grantScopes ?? scopes),
             created_at: now,
@@ -329,8 +341,8 @@ export function createModel(deps: ModelDeps, purpose: ModelPurpose, options: { d
             revoked_at: null,
           });
           return 'issued' as const;
-        });
-      const outcome = rotated === undefined ? await write() : await deps.revocations.around(write);
+        }, now);
+      const outcome = rotated === undefined ? await write() : await auth.revocations.around(write);
       if (outcome === 'reused') {
         // Another request rotated this refresh token first: a replay. Revoke the chain.
         await revokeChain(grantId);
@@ -348,7 +360,7 @@ export function createModel(deps: ModelDeps, purpose: ModelPurpose, options: { d
       };
     },
 
-    // Required by the library's types; bearer tokens are checked by CredentialsService instead.
+    // Required by the library's types; bearer tokens are checked by AuthService instead.
     async getAccessToken() {
       return false;
     },

@@ -1,7 +1,7 @@
 import { SCOPE_DESCRIPTIONS, type Scope } from '../auth/scopes.js';
+import type { SessionUser } from '../sessions/service.js';
 import { html, SafeHtml } from './html.js';
 import { AUTHORIZE_PARAMS, type AuthorizeParams } from './params.js';
-import type { SessionUser } from './sessions.js';
 
 // Small server-rendered pages: no JavaScript, no external resources (the CSP allows none), one
 // heading per page, labelled fields, and a DOM order that is the focus order.

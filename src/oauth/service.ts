@@ -3,18 +3,27 @@ import { createRequire } from 'node:module';
 import OAuth2Server from '@node-oauth/oauth2-server';
 import type { Kysely } from 'kysely';
 import type { AppsService } from '../apps/service.js';
-import { findAccessTokenByHash, revokeAccessTokenByHash } from '../auth/repository.js';
-import type { TokenRevocations } from '../auth/revocations.js';
 import type { Scope } from '../auth/scopes.js';
 import { ACCESS_TOKEN_PREFIX, sha256Hex } from '../auth/secrets.js';
+import type { AuthService } from '../auth/service.js';
 import type { Clock } from '../clock.js';
 import { notFound } from '../errors.js';
+import type { SessionUser } from '../sessions/service.js';
 import type { Database } from '../storage/schema.js';
-import { type AccountGrant, findRefreshTokenByHash, hasLiveGrant, listLiveGrants } from './grants-repository.js';
+import type { UnitOfWork } from '../storage/unit-of-work.js';
 import {
+  type AccountGrant,
+  findRefreshTokenByHash,
+  hasLiveGrant,
+  listLiveGrants,
+  pruneCodes,
+} from './grants-repository.js';
+import {
+  CODE_RETENTION_MS,
   CODE_TTL_SECONDS,
   createModel,
   DryRunPassed,
+  type ModelDeps,
   type OAuthClient,
   type OAuthModel,
   type OAuthUser,
@@ -23,7 +32,6 @@ import {
   revokeGrantChainNow,
 } from './model.js';
 import type { AuthorizeParams } from './params.js';
-import type { SessionUser } from './sessions.js';
 
 const { InvalidClientError, InvalidGrantError, InvalidRequestError, OAuthError, Request, Response } = OAuth2Server;
 
@@ -123,16 +131,19 @@ export class OAuthService {
   private readonly authorizeModel: OAuthModel;
   private readonly dryRunModel: OAuthModel;
   private readonly apps: AppsService;
+  private readonly deps: ModelDeps;
 
   constructor(
     private readonly db: Kysely<Database>,
+    uow: UnitOfWork,
     private readonly clock: Clock,
     apps: AppsService,
+    private readonly auth: AuthService,
     private readonly accessTokenTtlSeconds: number,
-    private readonly revocations: TokenRevocations,
   ) {
     this.apps = apps;
-    const deps = { db, clock, apps, accessTokenTtlSeconds, revocations };
+    const deps = { db, uow, clock, apps, auth, accessTokenTtlSeconds };
+    this.deps = deps;
     this.tokenModel = createModel(deps, 'token');
     this.authorizeModel = createModel(deps, 'authorize');
     this.dryRunModel = createModel(deps, 'authorize', { dryRun: true });
@@ -165,7 +176,15 @@ export class OAuthService {
    */
   async revokeGrant(accountId: number, grantId: number): Promise<void> {
     if (!(await hasLiveGrant(this.db, accountId, grantId))) throw notFound(`connected app ${grantId} does not exist`);
-    await revokeGrantChainNow({ db: this.db, revocations: this.revocations }, grantId, this.clock.now());
+    await revokeGrantChainNow(this.deps, grantId, this.clock.now());
+  }
+
+  /**
+   * Deletes the authorization codes that expired more than CODE_RETENTION_MS ago (kept that long
+   * so a late replay is still recognised as reuse); how many. The server's timed housekeeping.
+   */
+  async pruneExpiredCodes(): Promise<number> {
+    return pruneCodes(this.db, this.clock.now() - CODE_RETENTION_MS);
   }
 
   /**
@@ -277,19 +296,13 @@ export class OAuthService {
   }
 
   private async revokeFor(client: OAuthClient, token: string): Promise<void> {
-    const hash = sha256Hex(token);
-    const now = this.clock.now();
     if (token.startsWith(ACCESS_TOKEN_PREFIX)) {
-      const row = await findAccessTokenByHash(this.db, hash);
-      if (row && row.app_id === client.appId) {
-        await this.revocations.around(() => revokeAccessTokenByHash(this.db, hash, now));
-      }
+      await this.auth.revokeAppAccessToken(token, client.appId);
     } else if (token.startsWith(REFRESH_TOKEN_PREFIX)) {
-      const row = await findRefreshTokenByHash(this.db, hash);
+      const now = this.clock.now();
+      const row = await findRefreshTokenByHash(this.db, sha256Hex(token));
       // RFC 7009 2.1: revoking a refresh token revokes the access tokens of the same grant.
-      if (row && row.appId === client.appId) {
-        await revokeGrantChainNow({ db: this.db, revocations: this.revocations }, row.grantId, now);
-      }
+      if (row && row.appId === client.appId) await revokeGrantChainNow(this.deps, row.grantId, now);
     }
   }
 

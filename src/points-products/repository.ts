@@ -1,4 +1,4 @@
-import { type Kysely, PostgresAdapter } from 'kysely';
+import { type Kysely, PostgresAdapter, type Transaction } from 'kysely';
 import type { Direction } from '../pagination/cursor.js';
 import { compiledQuery, pick } from '../storage/compiled-query.js';
 import type { Database, PointsProductRow, PointsPurchaseRow, RewardRow } from '../storage/schema.js';
@@ -64,16 +64,16 @@ function split(row: JoinedRow): StoredProduct {
   };
 }
 
-/** Inserts products with their rewards (call inside a transaction); in input order. */
+/** Inserts products with their rewards; in input order. */
 export async function insertProducts(
-  db: Kysely<Database>,
+  trx: Transaction<Database>,
   accountId: number,
   products: PointsProductInput[],
   now: number,
 ): Promise<StoredProduct[]> {
   const created: StoredProduct[] = [];
   for (const input of products) {
-    const reward = await db
+    const reward = await trx
       .insertInto('rewards')
       .values({
         account_id: accountId,
@@ -85,7 +85,7 @@ export async function insertProducts(
       })
       .returningAll()
       .executeTakeFirstOrThrow();
-    const product = await db
+    const product = await trx
       .insertInto('points_products')
       .values({
         account_id: accountId,
@@ -158,19 +158,18 @@ export async function updateProductEnabled(db: Kysely<Database>, id: number, ena
 }
 
 /**
- * Replaces a product's reward and price (call inside a transaction); false when the account has
- * no product with this id.
+ * Replaces a product's reward and price; false when the account has no product with this id.
  */
 export async function updateProduct(
-  db: Kysely<Database>,
+  trx: Transaction<Database>,
   accountId: number,
   id: number,
   input: PointsProductInput,
   now: number,
 ): Promise<boolean> {
-  const stored = await findProduct(db, id, accountId);
+  const stored = await findProduct(trx, id, accountId);
   if (!stored) return false;
-  await db
+  await trx
     .updateTable('rewards')
     .set({
       name: input.reward.name,
@@ -180,7 +179,7 @@ export async function updateProduct(
     })
     .where('id', '=', stored.reward.id)
     .execute();
-  await db
+  await trx
     .updateTable('points_products')
     .set({
       ...exchangeColumns(input),
@@ -197,16 +196,16 @@ export async function updateProduct(
  * its purchases stays true until the product is deleted.
  */
 export async function lockProduct(
-  db: Kysely<Database>,
+  trx: Transaction<Database>,
   id: number,
   accountId: number,
 ): Promise<PointsProductRow | undefined> {
-  return db
+  return trx
     .selectFrom('points_products')
     .selectAll()
     .where('id', '=', id)
     .where('account_id', '=', accountId)
-    .$if(db.getExecutor().adapter instanceof PostgresAdapter, (query) => query.forUpdate())
+    .$if(trx.getExecutor().adapter instanceof PostgresAdapter, (query) => query.forUpdate())
     .executeTakeFirst();
 }
 
@@ -220,17 +219,18 @@ export async function countPurchases(db: Kysely<Database>, productId: number): P
   return Number(row?.n ?? 0);
 }
 
-/** Deletes a product and its reward (call inside a transaction, after `lockProduct`). */
-export async function deleteProduct(db: Kysely<Database>, product: PointsProductRow): Promise<void> {
-  await db.deleteFrom('points_products').where('id', '=', product.id).execute();
-  await db.deleteFrom('rewards').where('id', '=', product.reward_id).execute();
+/** Deletes a product and its reward (after `lockProduct`, in its transaction). */
+export async function deleteProduct(trx: Transaction<Database>, product: PointsProductRow): Promise<void> {
+  await trx.deleteFrom('points_products').where('id', '=', product.id).execute();
+  await trx.deleteFrom('rewards').where('id', '=', product.reward_id).execute();
 }
 
+/** Records a purchase (in the transaction that spends its points and issues its reward). */
 export async function insertPurchase(
-  db: Kysely<Database>,
+  trx: Transaction<Database>,
   purchase: Omit<PointsPurchaseRow, 'id'>,
 ): Promise<PointsPurchaseRow> {
-  const [row] = await insertPurchaseQuery(db, purchase);
+  const [row] = await insertPurchaseQuery(trx, purchase);
   if (!row) throw new Error('the points purchase was not inserted');
   return row;
 }

@@ -1,7 +1,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { fromFlatBodyValidation } from '../error-mapping.js';
+import { sendIdempotently } from '../http/idempotent.js';
 import { requireDecimalLimit } from '../http/pagination.js';
 import { authErrorResponses, badBodyResponse, badRequestResponse, errorResponse, notFoundOf } from '../http/schemas.js';
+import { fingerprint } from '../idempotency/service.js';
 import { writeErrorResponses } from '../points-transactions/routes.js';
 import { IdempotencyHeaders } from '../points-transactions/schemas.js';
 import {
@@ -96,15 +98,21 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         if (context === 'body') throw fromFlatBodyValidation(request.validationError);
         throw request.validationError;
       }
-      reply.code(201);
-      const answer = await app.services.pointsProducts.purchase(
-        request.credential!.accountId,
-        request.params.id,
-        request.body,
-        request.headers['idempotency-key'],
-        (purchase) => reply.serialize({ points_purchase: purchase }) as string,
+      const accountId = request.credential!.accountId;
+      const { params, body } = request;
+      const idempotent = {
+        accountId,
+        key: request.headers['idempotency-key'],
+        fingerprint: fingerprint(`POST /v1/points_products/${params.id}/purchase`, body),
+      };
+      return sendIdempotently(
+        app,
+        reply,
+        201,
+        idempotent,
+        (w) => app.services.pointsProducts.purchaseIn(w, accountId, params.id, body),
+        (purchase) => ({ points_purchase: purchase }),
       );
-      return reply.code(answer.status).type('application/json; charset=utf-8').send(answer.body);
     },
   );
 };

@@ -2,19 +2,17 @@ import type { Kysely } from 'kysely';
 import type { AccountsService } from '../accounts/service.js';
 import type { Clock } from '../clock.js';
 import { isoTime } from '../common-schemas.js';
-import { lockCustomer } from '../customers/repository.js';
+import type { CustomersService } from '../customers/service.js';
 import { DomainError, invalidParameter, notFound } from '../errors.js';
-import { type Answer, fingerprint, type IdempotencyService } from '../idempotency/service.js';
 import { Cursors, keysetPage } from '../pagination/keyset.js';
 import { DEFAULT_LIMIT } from '../pagination/schemas.js';
 import type { PointsSettings } from '../points-settings/schemas.js';
 import type { PointsSettingsService } from '../points-settings/service.js';
 import { insufficientPoints, type PointsTransactionsService } from '../points-transactions/service.js';
-import { insertFulfillmentIfCodeFree } from '../reward-fulfillments/repository.js';
-import type { RewardFulfillment } from '../reward-fulfillments/schemas.js';
+import type { RewardFulfillmentsService } from '../reward-fulfillments/service.js';
 import type { Database } from '../storage/schema.js';
+import type { UnitOfWork, Work } from '../storage/unit-of-work.js';
 import { validate } from '../validate.js';
-import { newRewardCode } from './code.js';
 import {
   countPurchases,
   deleteProduct,
@@ -39,26 +37,26 @@ import {
 } from './schemas.js';
 
 const POINTS_PRODUCTS_CURSOR = { resource: 'points_products', filtered: true };
-/** Draws of a new code when one is taken in the account (with 80 random bits, never more than one). */
-const CODE_ATTEMPTS = 5;
 
 /** A product as the CLI shows it: the API form and whether it is listed. */
 export type StoredPointsProduct = PointsProduct & { enabled: boolean };
 
 /**
  * Points products: rewards for sale for points. A purchase spends the points, records the
- * purchase and issues the reward's fulfillment (a code), all in one transaction.
+ * purchase and has reward-fulfillments issue the reward (a code), all in one transaction.
  */
 export class PointsProductsService {
   private readonly cursors: Cursors;
 
   constructor(
     private readonly db: Kysely<Database>,
-    private readonly clock: Clock,
+    clock: Clock,
+    private readonly uow: UnitOfWork,
     private readonly accounts: AccountsService,
     private readonly pointsSettings: PointsSettingsService,
+    private readonly customers: CustomersService,
     private readonly ledger: PointsTransactionsService,
-    private readonly idempotency: IdempotencyService,
+    private readonly rewardFulfillments: RewardFulfillmentsService,
   ) {
     this.cursors = new Cursors(db, clock);
   }
@@ -70,8 +68,7 @@ export class PointsProductsService {
     const products = many ? validate(PointsProductInputList, input, root) : [validate(PointsProductInput, input, root)];
     for (const [i, product] of products.entries()) checkSteps(product, many ? `${root}.${i}` : root);
     await this.accounts.require(accountId);
-    const now = this.clock.now();
-    const created = await this.db.transaction().execute((trx) => insertProducts(trx, accountId, products, now));
+    const created = await this.uow.run((w) => insertProducts(w.trx, accountId, products, w.now));
     const labels = await this.pointsSettings.get(accountId);
     const shown = created.map((stored) => ({
       ...toPointsProduct(stored, labels),
@@ -119,7 +116,7 @@ export class PointsProductsService {
 
   /** Lists and sells a product (`true`) or withdraws it (`false`); `404` for an unknown id. */
   async setEnabled(id: number, enabled: boolean): Promise<StoredPointsProduct> {
-    if (!(await updateProductEnabled(this.db, id, enabled, this.clock.now()))) {
+    if (!(await this.uow.run(({ trx, now }) => updateProductEnabled(trx, id, enabled, now)))) {
       throw notFound(`points product ${id} does not exist`);
     }
     const stored = (await findProduct(this.db, id))!;
@@ -137,8 +134,7 @@ export class PointsProductsService {
   async update(accountId: number, id: number, input: unknown): Promise<StoredPointsProduct> {
     const product = validate(PointsProductInput, input, 'points_product');
     checkSteps(product, 'points_product');
-    const now = this.clock.now();
-    const found = await this.db.transaction().execute((trx) => updateProduct(trx, accountId, id, product, now));
+    const found = await this.uow.run((w) => updateProduct(w.trx, accountId, id, product, w.now));
     if (!found) throw notFound(`points product ${id} does not exist`);
     const stored = (await findProduct(this.db, id, accountId))!;
     return {
@@ -160,7 +156,7 @@ export class PointsProductsService {
    * counted, so a purchase racing the deletion either comes first (and refuses it) or fails.
    */
   async delete(accountId: number, id: number): Promise<void> {
-    await this.db.transaction().execute(async (trx) => {
+    await this.uow.run(async ({ trx }) => {
       const product = await lockProduct(trx, id, accountId);
       if (!product) throw notFound(`points product ${id} does not exist`);
       const bought = await countPurchases(trx, id);
@@ -176,37 +172,22 @@ export class PointsProductsService {
     });
   }
 
-  /**
-   * `POST /v1/points_products/{id}/purchase`: in one transaction a points transaction of
-   * `-points`, the purchase, and the reward's fulfillment with a new code; answers `201` with
-   * `serialize(purchase)`. Honours `Idempotency-Key`.
-   */
-  async purchase(
-    accountId: number,
-    productId: number,
-    body: PurchaseBody,
-    key: string | undefined,
-    serialize: (purchase: PointsPurchase) => string,
-  ): Promise<Answer> {
-    const request = {
-      accountId,
-      key,
-      fingerprint: fingerprint(`POST /v1/points_products/${productId}/purchase`, body),
-    };
-    return this.idempotency.run(request, 201, (trx) => this.purchaseIn(trx, accountId, productId, body), serialize);
+  /** A purchase in a transaction of its own, without an `Idempotency-Key` (see purchaseIn). */
+  purchase(accountId: number, productId: number, body: PurchaseBody): Promise<PointsPurchase> {
+    return this.uow.run((w) => this.purchaseIn(w, accountId, productId, body));
   }
 
-  private async purchaseIn(
-    trx: Kysely<Database>,
-    accountId: number,
-    productId: number,
-    body: PurchaseBody,
-  ): Promise<PointsPurchase> {
-    const stored = await findProduct(trx, productId, accountId);
+  /**
+   * A purchase of the account's product, in `w`: a points transaction of `-points`, the purchase,
+   * and the reward's fulfillment with a new code. Refused before anything is written when the
+   * customer is not a member or short of points. The route runs it under its `Idempotency-Key`.
+   */
+  async purchaseIn(w: Work, accountId: number, productId: number, body: PurchaseBody): Promise<PointsPurchase> {
+    const stored = await findProduct(w.trx, productId, accountId);
     if (stored?.product.enabled !== 1) throw notFound(`points product ${productId} does not exist`);
     const { product, reward } = stored;
     const points = pointsToSpend(stored, body.points_to_spend);
-    const customer = await lockCustomer(trx, accountId, body.customer_id);
+    const customer = await this.customers.lock(w, accountId, body.customer_id);
     if (!customer) throw invalidParameter('customer_id', 'names no customer of this account');
     if (customer.state !== 'member') {
       throw new DomainError(
@@ -215,15 +196,14 @@ export class PointsProductsService {
       );
     }
     // Refused before anything is written (the ledger would refuse it too).
-    if (customer.points_balance < points) throw insufficientPoints(customer, -points);
-    const now = this.clock.now();
-    const purchase = await insertPurchase(trx, {
+    if (customer.pointsBalance < points) throw insufficientPoints(customer, -points);
+    const purchase = await insertPurchase(w.trx, {
       account_id: accountId,
       customer_id: customer.id,
       points_product_id: product.id,
       points_spent: points,
-      created_at: now,
-      updated_at: now,
+      created_at: w.now,
+      updated_at: w.now,
     });
     const entry = {
       pointsChange: -points,
@@ -231,13 +211,12 @@ export class PointsProductsService {
       internalNote: null,
       pointsPurchaseId: purchase.id,
     };
-    await this.ledger.post(trx, customer, entry, now);
-    const fulfillment = await this.issue(trx, {
+    await this.ledger.post(w, customer, entry);
+    const fulfillment = await this.rewardFulfillments.issue(w, {
       accountId,
       customerId: customer.id,
-      purchaseId: purchase.id,
-      reward,
-      now,
+      pointsPurchaseId: purchase.id,
+      reward: { name: reward.name, imageUrl: reward.image_url },
     });
     return {
       id: purchase.id,
@@ -248,29 +227,6 @@ export class PointsProductsService {
       created_at: isoTime(purchase.created_at),
       updated_at: isoTime(purchase.updated_at),
     };
-  }
-
-  /** The fulfillment of a purchase, with a code no other fulfillment of the account has. */
-  private async issue(
-    trx: Kysely<Database>,
-    what: { accountId: number; customerId: number; purchaseId: number; reward: StoredProduct['reward']; now: number },
-  ): Promise<RewardFulfillment> {
-    for (let attempt = 1; attempt <= CODE_ATTEMPTS; attempt++) {
-      const fulfillment = await insertFulfillmentIfCodeFree(trx, {
-        account_id: what.accountId,
-        customer_id: what.customerId,
-        points_purchase_id: what.purchaseId,
-        name: what.reward.name,
-        code: newRewardCode(),
-        image_url: what.reward.image_url,
-        fulfillment_status: 'issued',
-        usage_status: 'unused',
-        created_at: what.now,
-        updated_at: what.now,
-      });
-      if (fulfillment) return fulfillment;
-    }
-    throw new Error(`no free reward code in ${CODE_ATTEMPTS} draws`);
   }
 }
 

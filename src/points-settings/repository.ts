@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely';
 import type { Database } from '../storage/schema.js';
 import type { PointsSettings } from './schemas.js';
 
+/** The account's labels, or undefined when it never set them. */
 export async function findPointsSettings(db: Kysely<Database>, accountId: number): Promise<PointsSettings | undefined> {
   const row = await db
     .selectFrom('points_settings')

@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { AccountsService } from '../accounts/service.js';
-import type { Clock } from '../clock.js';
 import type { Database } from '../storage/schema.js';
+import type { UnitOfWork } from '../storage/unit-of-work.js';
 import { validate } from '../validate.js';
 import { findPointsSettings, upsertPointsSettings } from './repository.js';
 import { DEFAULT_POINTS_SETTINGS, PointsSettings } from './schemas.js';
@@ -10,10 +10,11 @@ import { DEFAULT_POINTS_SETTINGS, PointsSettings } from './schemas.js';
 export class PointsSettingsService {
   constructor(
     private readonly db: Kysely<Database>,
-    private readonly clock: Clock,
+    private readonly uow: UnitOfWork,
     private readonly accounts: AccountsService,
   ) {}
 
+  /** The account's labels, or the defaults when the merchant never named them. */
   async get(accountId: number): Promise<PointsSettings> {
     return (await findPointsSettings(this.db, accountId)) ?? DEFAULT_POINTS_SETTINGS;
   }
@@ -22,7 +23,7 @@ export class PointsSettingsService {
   async set(accountId: number, input: unknown): Promise<PointsSettings> {
     const settings = validate(PointsSettings, input, 'points_settings');
     await this.accounts.require(accountId);
-    await upsertPointsSettings(this.db, accountId, settings, this.clock.now());
+    await this.uow.run(({ trx, now }) => upsertPointsSettings(trx, accountId, settings, now));
     return this.get(accountId);
   }
 }

@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import { isoTime } from '../common-schemas.js';
 import type { Direction } from '../pagination/cursor.js';
 import { compiledQuery, pick } from '../storage/compiled-query.js';
@@ -10,10 +10,10 @@ import type { PointsTransaction } from './schemas.js';
  * the same statement (the trigger of migration 2026-11-24T0000), and refuses a balance below 0.
  */
 export async function insertPointsTransaction(
-  db: Kysely<Database>,
+  trx: Transaction<Database>,
   row: NewPointsTransaction,
 ): Promise<PointsTransaction> {
-  const [inserted] = await insertTransactionQuery(db, row);
+  const [inserted] = await insertTransactionQuery(trx, row);
   if (!inserted) throw new Error('the points transaction was not inserted');
   return toPointsTransaction(inserted);
 }

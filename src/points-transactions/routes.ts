@@ -1,4 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { sendIdempotently } from '../http/idempotent.js';
 import { requireDecimalLimit } from '../http/pagination.js';
 import {
   authErrorResponses,
@@ -17,6 +18,7 @@ import {
   PointsTransactionsPage,
   PointsTransactionsQuery,
 } from './schemas.js';
+import { manualChangeRequest } from './service.js';
 
 /** The error answers of a write with a JSON body and an `Idempotency-Key`. */
 export const writeErrorResponses = {
@@ -60,14 +62,16 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request, reply) => {
-      reply.code(201);
-      const answer = await app.services.pointsTransactions.create(
-        request.credential!.accountId,
-        request.body.points_transaction,
-        request.headers['idempotency-key'],
-        (transaction) => reply.serialize({ points_transaction: transaction }) as string,
+      const { accountId } = request.credential!;
+      const input = request.body.points_transaction;
+      return sendIdempotently(
+        app,
+        reply,
+        201,
+        manualChangeRequest(accountId, input, request.headers['idempotency-key']),
+        (w) => app.services.pointsTransactions.create(w, accountId, input),
+        (transaction) => ({ points_transaction: transaction }),
       );
-      return reply.code(answer.status).type('application/json; charset=utf-8').send(answer.body);
     },
   );
 

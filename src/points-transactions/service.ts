@@ -1,19 +1,28 @@
 import type { Kysely } from 'kysely';
 import type { Clock } from '../clock.js';
-import { lockCustomer } from '../customers/repository.js';
-import { parseTime } from '../customers/service.js';
+import type { CustomersService, LockedCustomer } from '../customers/service.js';
 import { DomainError, invalidParameter, notFound } from '../errors.js';
-import { type Answer, fingerprint, type IdempotencyService } from '../idempotency/service.js';
+import { fingerprint, type IdempotencyService, type IdempotentRequest } from '../idempotency/service.js';
 import { Cursors, keysetPage } from '../pagination/keyset.js';
 import { DEFAULT_LIMIT } from '../pagination/schemas.js';
-import type { CustomerRow, Database } from '../storage/schema.js';
-import { assignTiers } from '../vip-tiers/repository.js';
+import type { Database } from '../storage/schema.js';
+import type { Work } from '../storage/unit-of-work.js';
+import { parseTime } from '../time.js';
+import type { VipTiersService } from '../vip-tiers/service.js';
 import {
+  type CreditTimesAround,
+  countCredits,
+  countCreditsIn,
+  findActivityTransactions,
+  findCreditTimesAround,
   findPointsTransaction,
   findPointsTransactionsPage,
   insertPointsTransaction,
   type PointsTransactionFilters,
 } from './repository.js';
+
+export type { CreditTimesAround } from './repository.js';
+
 import type {
   PointsTransaction,
   PointsTransactionInput,
@@ -41,6 +50,24 @@ export interface LedgerEntry {
   createdByUserId?: number;
 }
 
+/** What posting an entry did: the transaction written and the customer after it (their new balance, points earned and tier). */
+export interface Posted {
+  transaction: PointsTransaction;
+  customer: LockedCustomer;
+}
+
+/**
+ * The key of a manual change (`POST /v1/points_transactions`, or the console's adjustment): the
+ * same body under the same key is the same request, whichever front door sent it.
+ */
+export function manualChangeRequest(
+  accountId: number,
+  input: PointsTransactionInput,
+  key: string | undefined,
+): IdempotentRequest {
+  return { accountId, key, fingerprint: fingerprint('POST /v1/points_transactions', input) };
+}
+
 /**
  * The points ledger: every change to a balance is a points transaction, posted in the
  * transaction that locked its customer. The database keeps the balance equal to the sum of the
@@ -52,30 +79,28 @@ export class PointsTransactionsService {
 
   constructor(
     private readonly db: Kysely<Database>,
-    private readonly clock: Clock,
+    clock: Clock,
     private readonly idempotency: IdempotencyService,
+    private readonly customers: CustomersService,
+    private readonly vipTiers: VipTiersService,
   ) {
     this.cursors = new Cursors(db, clock);
   }
 
   /**
-   * Posts an entry to the ledger of `customer`, which the caller locked in `trx` (lockCustomer);
-   * its balance and points earned are updated in place, and its VIP tier follows a credit.
+   * Posts an entry to the ledger of `customer`, which the caller locked in the same unit of work
+   * (CustomersService.lock). A credit places the customer in the VIP tier it earns them. Answers
+   * the customer after the entry; the caller's `customer` is left as it was.
    */
-  async post(
-    trx: Kysely<Database>,
-    customer: CustomerRow,
-    entry: LedgerEntry,
-    now: number,
-  ): Promise<PointsTransaction> {
-    const balance = customer.points_balance + entry.pointsChange;
+  async post(w: Work, customer: LockedCustomer, entry: LedgerEntry): Promise<Posted> {
+    const balance = customer.pointsBalance + entry.pointsChange;
     if (balance < 0) throw insufficientPoints(customer, entry.pointsChange);
-    const earned = customer.points_earned + Math.max(entry.pointsChange, 0);
+    const earned = customer.pointsEarned + Math.max(entry.pointsChange, 0);
     if (balance > MAX_BALANCE || earned > MAX_BALANCE) {
       throw invalidParameter('points_change', `would take customer ${customer.id}'s points above ${MAX_BALANCE}`);
     }
-    const transaction = await insertPointsTransaction(trx, {
-      account_id: customer.account_id,
+    const transaction = await insertPointsTransaction(w.trx, {
+      account_id: customer.accountId,
       customer_id: customer.id,
       points_change: entry.pointsChange,
       description: entry.description,
@@ -83,49 +108,89 @@ export class PointsTransactionsService {
       activity_id: entry.activityId ?? null,
       points_purchase_id: entry.pointsPurchaseId ?? null,
       earning_rule_id: entry.earningRuleId ?? null,
-      occurred_at: entry.occurredAt ?? now,
-      created_at: now,
-      updated_at: now,
+      occurred_at: entry.occurredAt ?? w.now,
+      created_at: w.now,
+      updated_at: w.now,
       created_by_user_id: entry.createdByUserId ?? null,
     });
-    customer.points_balance = balance;
-    customer.points_earned = earned;
-    customer.updated_at = now;
-    if (entry.pointsChange > 0) await assignTiers(trx, { customerId: customer.id }, now);
-    return transaction;
+    const moved = entry.pointsChange > 0 ? await this.vipTiers.place(w, customer.id) : undefined;
+    return {
+      transaction,
+      customer: {
+        id: customer.id,
+        accountId: customer.accountId,
+        state: customer.state,
+        pointsBalance: balance,
+        pointsEarned: earned,
+        vipTierId: moved === undefined ? customer.vipTierId : moved.vipTierId,
+      },
+    };
   }
 
   /**
-   * `POST /v1/points_transactions`: a manual change to a customer's balance, with the contract's
-   * `Idempotency-Key`. Answers `201` with `serialize(transaction)`. `createdByUserId`: the console
-   * user who made it (the API's entries have none), recorded but not part of the answer.
+   * A manual change to a customer's balance (`POST /v1/points_transactions`, the console's
+   * adjustment), in the caller's unit of work. `createdByUserId`: the console user who made it
+   * (the API's entries have none), recorded but not part of the API's answer.
    */
   async create(
+    w: Work,
     accountId: number,
     input: PointsTransactionInput,
-    key: string | undefined,
-    serialize: (transaction: PointsTransaction) => string,
     createdByUserId?: number,
-  ): Promise<Answer> {
-    const request = { accountId, key, fingerprint: fingerprint('POST /v1/points_transactions', input) };
-    return this.idempotency.run(
-      request,
+  ): Promise<PointsTransaction> {
+    const customer = await this.customers.lock(w, accountId, input.customer_id);
+    if (!customer) throw invalidParameter('points_transaction.customer_id', `names no customer of this account`);
+    const entry = {
+      pointsChange: input.points_change,
+      description: input.description ?? '',
+      internalNote: input.internal_note ?? null,
+      ...(createdByUserId === undefined ? {} : { createdByUserId }),
+    };
+    return (await this.post(w, customer, entry)).transaction;
+  }
+
+  /**
+   * `create` in a unit of work of its own, for the console, the CLI and tests. With `key` (the
+   * console's form key) it is idempotent like the API's `Idempotency-Key`: the same change sent
+   * again within 24 hours writes nothing.
+   */
+  async adjust(
+    accountId: number,
+    input: PointsTransactionInput,
+    options: { key?: string; createdByUserId?: number } = {},
+  ): Promise<void> {
+    await this.idempotency.run(
+      manualChangeRequest(accountId, input, options.key),
       201,
-      async (trx) => {
-        const customer = await lockCustomer(trx, accountId, input.customer_id);
-        if (!customer) {
-          throw invalidParameter('points_transaction.customer_id', `names no customer of this account`);
-        }
-        const entry = {
-          pointsChange: input.points_change,
-          description: input.description ?? '',
-          internalNote: input.internal_note ?? null,
-          ...(createdByUserId === undefined ? {} : { createdByUserId }),
-        };
-        return this.post(trx, customer, entry, this.clock.now());
-      },
-      serialize,
+      (w) => this.create(w, accountId, input, options.createdByUserId),
+      JSON.stringify,
     );
+  }
+
+  /** How many credits `ruleId` gave the customer, in all (a lifetime limit), as the work's transaction sees them. */
+  countCredits(w: Work, customerId: number, ruleId: number): Promise<number> {
+    return countCredits(w.trx, customerId, ruleId);
+  }
+
+  /** How many credits `ruleId` gave the customer with a time in (after, upTo], as the work's transaction sees them. */
+  countCreditsIn(w: Work, reach: { customerId: number; ruleId: number; after: number; upTo: number }): Promise<number> {
+    return countCreditsIn(w.trx, reach);
+  }
+
+  /**
+   * The times of the credits `ruleId` gave the customer in (after, time] and (time, upTo], at
+   * least the `each` nearest to `time` on either side: what a rolling limit checks.
+   */
+  creditTimesAround(
+    w: Work,
+    around: { customerId: number; ruleId: number; after: number; time: number; upTo: number; each: number },
+  ): Promise<CreditTimesAround> {
+    return findCreditTimesAround(w.trx, around);
+  }
+
+  /** The transactions an activity credited, ascending id. */
+  ofActivity(activityId: number): Promise<PointsTransaction[]> {
+    return findActivityTransactions(this.db, activityId);
   }
 
   /** The account's transaction; `404 not_found` for an id the account does not have. */
@@ -157,9 +222,9 @@ export class PointsTransactionsService {
 }
 
 /** `422 insufficient_points`: the change would take the customer's balance below 0. */
-export function insufficientPoints(customer: CustomerRow, change: number): DomainError {
+export function insufficientPoints(customer: LockedCustomer, change: number): DomainError {
   return new DomainError(
     'insufficient_points',
-    `customer ${customer.id} has ${customer.points_balance} points: a change of ${change} would take the balance below 0`,
+    `customer ${customer.id} has ${customer.pointsBalance} points: a change of ${change} would take the balance below 0`,
   );
 }

@@ -1,8 +1,8 @@
 import type { AccountsService } from '../accounts/service.js';
-import type { Clock } from '../clock.js';
 import { notFound } from '../errors.js';
 import { AccountCache, CACHE_MAX_AGE_MS } from '../storage/change-feed.js';
 import type { Db } from '../storage/db.js';
+import type { UnitOfWork } from '../storage/unit-of-work.js';
 import { validate } from '../validate.js';
 import { deleteReferralSettings, findReferralSettings, upsertReferralSettings } from './repository.js';
 import { ReferralSettings } from './schemas.js';
@@ -14,7 +14,7 @@ export class ReferralSettingsService {
 
   constructor(
     private readonly db: Db,
-    private readonly clock: Clock,
+    private readonly uow: UnitOfWork,
     private readonly accounts: AccountsService,
   ) {
     this.cache = new AccountCache(db.changes, 'referral_settings', CACHE_MAX_AGE_MS);
@@ -31,14 +31,15 @@ export class ReferralSettingsService {
   async set(accountId: number, input: unknown): Promise<ReferralSettings> {
     const settings = validate(ReferralSettings, input, 'referral_settings');
     await this.accounts.require(accountId);
-    await upsertReferralSettings(this.db.kysely, accountId, settings, this.clock.now());
+    await this.uow.run(({ trx, now }) => upsertReferralSettings(trx, accountId, settings, now));
     this.cache.forget(accountId);
     return this.get(accountId);
   }
 
+  /** Deletes the program; `404 not_found` when the account has none. */
   async delete(accountId: number): Promise<{ deleted: true }> {
     await this.accounts.require(accountId);
-    const deleted = await deleteReferralSettings(this.db.kysely, accountId);
+    const deleted = await this.uow.run(({ trx }) => deleteReferralSettings(trx, accountId));
     this.cache.forget(accountId);
     if (!deleted) {
       throw notFound(`account ${accountId} has no referral settings`);

@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import { isoTime } from '../common-schemas.js';
 import type { Direction } from '../pagination/cursor.js';
 import { compiledQuery, pick } from '../storage/compiled-query.js';
@@ -7,10 +7,10 @@ import type { RewardFulfillment } from './schemas.js';
 
 /** Inserts a fulfillment unless its code is taken in the account (then undefined: draw another code). */
 export async function insertFulfillmentIfCodeFree(
-  db: Kysely<Database>,
+  trx: Transaction<Database>,
   fulfillment: Omit<RewardFulfillmentRow, 'id'>,
 ): Promise<RewardFulfillment | undefined> {
-  const [row] = await insertFulfillmentQuery(db, fulfillment);
+  const [row] = await insertFulfillmentQuery(trx, fulfillment);
   return row && toRewardFulfillment(row);
 }
 

@@ -1,15 +1,27 @@
 import type { Kysely } from 'kysely';
 import type { Clock } from '../clock.js';
-import { parseTime } from '../customers/service.js';
 import { Cursors, keysetPage } from '../pagination/keyset.js';
 import { DEFAULT_LIMIT } from '../pagination/schemas.js';
 import type { Database } from '../storage/schema.js';
-import { type FulfillmentFilters, findFulfillmentsPage } from './repository.js';
-import type { RewardFulfillmentsPage, RewardFulfillmentsQuery } from './schemas.js';
+import type { Work } from '../storage/unit-of-work.js';
+import { parseTime } from '../time.js';
+import { newRewardCode } from './code.js';
+import { type FulfillmentFilters, findFulfillmentsPage, insertFulfillmentIfCodeFree } from './repository.js';
+import type { RewardFulfillment, RewardFulfillmentsPage, RewardFulfillmentsQuery } from './schemas.js';
 
 const REWARD_FULFILLMENTS_CURSOR = { resource: 'reward_fulfillments', filtered: true };
+/** Draws of a new code when one is taken in the account (with 80 random bits, never more than one). */
+const CODE_ATTEMPTS = 5;
 
-/** The rewards issued to an account's customers (by purchases), with their codes. */
+/** What a fulfillment is issued for: the customer, the purchase that pays for it, and the reward. */
+export interface FulfillmentOrder {
+  accountId: number;
+  customerId: number;
+  pointsPurchaseId: number;
+  reward: { name: string; imageUrl: string };
+}
+
+/** The rewards issued to an account's customers (by purchases), with their codes; issuing them too. */
 export class RewardFulfillmentsService {
   private readonly cursors: Cursors;
 
@@ -40,5 +52,33 @@ export class RewardFulfillmentsService {
         findFulfillmentsPage(this.db, accountId, filters, direction, boundary, rows),
     });
     return { reward_fulfillments: page.items, metadata: page.metadata };
+  }
+
+  /**
+   * Issues the reward of `order` in `w`: a fulfillment with a new code no other fulfillment of the
+   * account has (a code drawn again while it is taken), issued and unused.
+   */
+  async issue(w: Work, order: FulfillmentOrder): Promise<RewardFulfillment> {
+    for (let attempt = 1; attempt <= CODE_ATTEMPTS; attempt++) {
+      const fulfillment = await insertFulfillmentIfCodeFree(w.trx, {
+        account_id: order.accountId,
+        customer_id: order.customerId,
+        points_purchase_id: order.pointsPurchaseId,
+        name: order.reward.name,
+        code: newRewardCode(),
+        image_url: order.reward.imageUrl,
+        fulfillment_status: 'issued',
+        usage_status: 'unused',
+        created_at: w.now,
+        updated_at: w.now,
+      });
+      if (fulfillment) return fulfillment;
+    }
+    throw new Error(`no free reward code in ${CODE_ATTEMPTS} draws`);
+  }
+
+  /** The rewards issued to the customer (with their codes), newest first, at most `limit`. */
+  async latestFor(accountId: number, customerId: number, limit = 20): Promise<RewardFulfillment[]> {
+    return findFulfillmentsPage(this.db, accountId, { customerId }, 'next', null, limit);
   }
 }

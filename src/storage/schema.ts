@@ -355,7 +355,7 @@ export interface RewardFulfillmentsTable {
   customer_id: number;
   points_purchase_id: number;
   name: string;
-  /** Unique in the account, random (see points-products/code.ts). */
+  /** Unique in the account, random (see reward-fulfillments/code.ts). */
   code: string;
   image_url: string;
   fulfillment_status: 'pending' | 'issued' | 'cancelled' | 'failed';

@@ -1,10 +1,10 @@
-import type { Kysely } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import { type Static, Type } from 'typebox';
 import type { AccountsService } from '../accounts/service.js';
-import type { Clock } from '../clock.js';
 import { normalizeEmail, trimEmail } from '../email.js';
 import { invalidParameter } from '../errors.js';
 import type { Database, UserRow } from '../storage/schema.js';
+import type { UnitOfWork } from '../storage/unit-of-work.js';
 import { validate } from '../validate.js';
 import { burnPasswordCheck, hashPassword, MAX_PASSWORD_LENGTH, verifyPassword } from './password.js';
 import { findUserByEmail, findUserById, insertUserIfAbsent } from './repository.js';
@@ -33,7 +33,7 @@ export type UserInput = Static<typeof UserInput>;
 export class UsersService {
   constructor(
     private readonly db: Kysely<Database>,
-    private readonly clock: Clock,
+    private readonly uow: UnitOfWork,
     private readonly accounts: AccountsService,
   ) {}
 
@@ -41,7 +41,8 @@ export class UsersService {
   async create(accountId: number, input: { email: string; password: string }): Promise<User> {
     const user = checkedInput(input);
     await this.accounts.require(accountId);
-    return this.insert(this.db, accountId, user, await hashPassword(user.password));
+    const passwordHash = await hashPassword(user.password);
+    return this.uow.run((w) => this.insert(w.trx, accountId, user, passwordHash, w.now));
   }
 
   /**
@@ -51,19 +52,26 @@ export class UsersService {
   async createWithAccount(accountName: string, input: { email: string; password: string }): Promise<User> {
     const user = checkedInput(input);
     const passwordHash = await hashPassword(user.password);
-    return this.db.transaction().execute(async (trx) => {
-      const account = await this.accounts.create(accountName, trx);
-      return this.insert(trx, account.id, user, passwordHash);
+    return this.uow.run(async (w) => {
+      const account = await this.accounts.create(accountName, w);
+      return this.insert(w.trx, account.id, user, passwordHash, w.now);
     });
   }
 
-  private async insert(db: Kysely<Database>, accountId: number, user: UserInput, passwordHash: string): Promise<User> {
+  /** Inserts the user in the caller's transaction. */
+  private async insert(
+    db: Transaction<Database>,
+    accountId: number,
+    user: UserInput,
+    passwordHash: string,
+    now: number,
+  ): Promise<User> {
     const row = await insertUserIfAbsent(db, {
       account_id: accountId,
       email: user.email,
       email_normalized: normalizeEmail(user.email),
       password_hash: passwordHash,
-      created_at: this.clock.now(),
+      created_at: now,
     });
     if (!row) throw invalidParameter('email', 'is already used by another user');
     return toUser(row);

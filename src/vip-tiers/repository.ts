@@ -1,5 +1,6 @@
-import { type ExpressionBuilder, type Kysely, PostgresAdapter } from 'kysely';
+import { type ExpressionBuilder, type Kysely, PostgresAdapter, type Transaction } from 'kysely';
 import { compiledQuery } from '../storage/compiled-query.js';
+import { isUniqueViolation } from '../storage/errors.js';
 import type { Database, VipTierRow } from '../storage/schema.js';
 import type { VipTier, VipTierChange, VipTierInput } from './schemas.js';
 
@@ -25,12 +26,12 @@ export async function findTier(
 
 /** Inserts a tier unless the account has one at its milestone (then undefined). */
 export async function insertTier(
-  db: Kysely<Database>,
+  trx: Transaction<Database>,
   accountId: number,
   tier: VipTierInput,
   now: number,
 ): Promise<VipTier | undefined> {
-  const row = await db
+  const row = await trx
     .insertInto('vip_tiers')
     .values({
       account_id: accountId,
@@ -48,16 +49,27 @@ export async function insertTier(
 }
 
 /**
- * Changes the fields given; the tier, or undefined when there is no tier with this id. A
- * milestone another tier of the account has fails the unique constraint.
+ * Changes the fields given; the tier, undefined when there is no tier with this id, or
+ * 'milestone_taken' when another tier of the account has the new milestone (the unique
+ * constraint refused it: on PostgreSQL the transaction can then only roll back).
  */
 export async function updateTier(
-  db: Kysely<Database>,
+  trx: Transaction<Database>,
   id: number,
   change: VipTierChange,
   now: number,
-): Promise<VipTier | undefined> {
-  const row = await db
+): Promise<VipTier | 'milestone_taken' | undefined> {
+  try {
+    const row = await updateTierQuery(trx, id, change, now).executeTakeFirst();
+    return row && toVipTier(row);
+  } catch (error) {
+    if (isUniqueViolation(error)) return 'milestone_taken';
+    throw error;
+  }
+}
+
+function updateTierQuery(trx: Transaction<Database>, id: number, change: VipTierChange, now: number) {
+  return trx
     .updateTable('vip_tiers')
     .set({
       ...(change.name === undefined ? {} : { name: change.name }),
@@ -67,14 +79,12 @@ export async function updateTier(
       updated_at: now,
     })
     .where('id', '=', id)
-    .returningAll()
-    .executeTakeFirst();
-  return row && toVipTier(row);
+    .returningAll();
 }
 
-/** Deletes a tier (customers in it are left for `assignTiers` to place). */
-export async function deleteTier(db: Kysely<Database>, id: number): Promise<void> {
-  await db.deleteFrom('vip_tiers').where('id', '=', id).execute();
+/** Deletes a tier (customers in it are left for `assignAccountTiers` to place). */
+export async function deleteTier(trx: Transaction<Database>, id: number): Promise<void> {
+  await trx.deleteFrom('vip_tiers').where('id', '=', id).execute();
 }
 
 /**
@@ -82,9 +92,9 @@ export async function deleteTier(db: Kysely<Database>, id: number): Promise<void
  * placing the same customers at once could otherwise lock them in different orders and deadlock
  * on PostgreSQL. SQLite transactions already hold the database's write lock.
  */
-export async function lockAccountTiers(db: Kysely<Database>, accountId: number): Promise<void> {
-  if (!(db.getExecutor().adapter instanceof PostgresAdapter)) return;
-  await db.selectFrom('accounts').select('id').where('id', '=', accountId).forUpdate().execute();
+export async function lockAccountTiers(trx: Transaction<Database>, accountId: number): Promise<void> {
+  if (!(trx.getExecutor().adapter instanceof PostgresAdapter)) return;
+  await trx.selectFrom('accounts').select('id').where('id', '=', accountId).forUpdate().execute();
 }
 
 /**
@@ -102,37 +112,28 @@ function tierOf(eb: ExpressionBuilder<Database, 'customers'>) {
 }
 
 /**
- * The same rule for a customer who has earned `points` (a new customer: 0), as a subquery to
- * write into an INSERT: no statement of its own.
+ * Puts every customer of the account in the tier their points earned give them (after a tier
+ * changed), touching only those whose tier changes. Call inside the transaction of the change.
  */
-export function tierForPoints(db: Kysely<Database>, accountId: number, points: number) {
-  return db
-    .selectFrom('vip_tiers')
-    .select('id')
-    .where('account_id', '=', accountId)
-    .where('milestone', '<=', points)
-    .orderBy('milestone', 'desc')
-    .limit(1);
+export async function assignAccountTiers(trx: Transaction<Database>, accountId: number, now: number): Promise<void> {
+  await tiersUpdate(trx, now).where('account_id', '=', accountId).execute();
 }
 
 /**
- * Puts customers in the tier their points earned give them, touching only those whose tier
- * changes: every customer of the account (after a tier changed), or one (after a ledger change).
- * Call inside the transaction of the change.
+ * Puts one customer in the tier their points earned give them (after a ledger change, or as a
+ * new customer): their new tier when it changed, undefined when they stay where they were. Call
+ * inside the transaction of the change.
  */
-export async function assignTiers(
-  db: Kysely<Database>,
-  who: { accountId: number } | { customerId: number },
+export async function assignCustomerTier(
+  trx: Transaction<Database>,
+  customerId: number,
   now: number,
-): Promise<void> {
-  if ('customerId' in who) {
-    await assignCustomerTierQuery(db, { customerId: who.customerId, now });
-    return;
-  }
-  await tiersUpdate(db, now).where('account_id', '=', who.accountId).execute();
+): Promise<{ vipTierId: number | null } | undefined> {
+  const [row] = await assignCustomerTierQuery(trx, { customerId, now });
+  return row && { vipTierId: row.vip_tier_id };
 }
 
-/** The UPDATE of assignTiers, for the customers a WHERE added to it names. */
+/** The UPDATE of the assignments, for the customers a WHERE added to it names. */
 function tiersUpdate(db: Kysely<Database>, now: number) {
   return db
     .updateTable('customers')
@@ -141,7 +142,7 @@ function tiersUpdate(db: Kysely<Database>, now: number) {
 }
 
 const assignCustomerTierQuery = compiledQuery((db, v: { customerId: number; now: number }) =>
-  tiersUpdate(db, v.now).where('id', '=', v.customerId),
+  tiersUpdate(db, v.now).where('id', '=', v.customerId).returning('vip_tier_id'),
 );
 
 function toVipTier(row: VipTierRow): VipTier {

@@ -1,12 +1,12 @@
 import type { Kysely } from 'kysely';
 import type { AccountsService } from '../accounts/service.js';
-import type { Clock } from '../clock.js';
 import { invalidParameter, notFound } from '../errors.js';
-import { isUniqueViolation } from '../storage/errors.js';
 import type { Database } from '../storage/schema.js';
+import type { UnitOfWork, Work } from '../storage/unit-of-work.js';
 import { validate } from '../validate.js';
 import {
-  assignTiers,
+  assignAccountTiers,
+  assignCustomerTier,
   deleteTier,
   findTier,
   insertTier,
@@ -19,6 +19,11 @@ import { type VipTier, VipTierChange, VipTierInput } from './schemas.js';
 const milestoneTaken = (milestone: number) =>
   invalidParameter('vip_tier.milestone', `must differ from every other tier's: another tier has ${milestone}`);
 
+/** Where placing a customer put them, when it moved them (null: in no tier). */
+export interface TierMove {
+  readonly vipTierId: number | null;
+}
+
 /**
  * VIP tiers of an all-time program: a customer is in the tier with the highest milestone at or
  * below their points earned. Every change to the tiers places the account's customers again in
@@ -27,7 +32,7 @@ const milestoneTaken = (milestone: number) =>
 export class VipTiersService {
   constructor(
     private readonly db: Kysely<Database>,
-    private readonly clock: Clock,
+    private readonly uow: UnitOfWork,
     private readonly accounts: AccountsService,
   ) {}
 
@@ -36,15 +41,23 @@ export class VipTiersService {
     return listTiers(this.db, accountId);
   }
 
+  /**
+   * Places one customer in the tier their points earned give them, in the work's transaction
+   * (after a credit, or as a new customer): their new tier when it changed, undefined otherwise.
+   */
+  place(w: Work, customerId: number): Promise<TierMove | undefined> {
+    return assignCustomerTier(w.trx, customerId, w.now);
+  }
+
   /** Creates a tier and places the account's customers again. */
   async create(accountId: number, input: unknown): Promise<VipTier> {
     const tier = validate(VipTierInput, input, 'vip_tier');
     await this.accounts.require(accountId);
-    return this.db.transaction().execute(async (trx) => {
-      await lockAccountTiers(trx, accountId);
-      const created = await insertTier(trx, accountId, tier, this.clock.now());
+    return this.uow.run(async (w) => {
+      await lockAccountTiers(w.trx, accountId);
+      const created = await insertTier(w.trx, accountId, tier, w.now);
       if (!created) throw milestoneTaken(tier.milestone);
-      await assignTiers(trx, { accountId }, this.clock.now());
+      await assignAccountTiers(w.trx, accountId, w.now);
       return created;
     });
   }
@@ -52,35 +65,31 @@ export class VipTiersService {
   /** Changes the fields given and places the account's customers again; `404` for an unknown id. */
   async update(id: number, input: unknown): Promise<VipTier> {
     const change = validate(VipTierChange, input, 'vip_tier');
-    try {
-      return await this.db.transaction().execute(async (trx) => {
-        const existing = await this.require(trx, id);
-        const updated = await updateTier(trx, id, change, this.clock.now());
-        if (!updated) throw notFound(`VIP tier ${id} does not exist`);
-        await assignTiers(trx, { accountId: existing.accountId }, this.clock.now());
-        return updated;
-      });
-    } catch (error) {
-      if (isUniqueViolation(error)) throw milestoneTaken(change.milestone ?? 0);
-      throw error;
-    }
+    return this.uow.run(async (w) => {
+      const existing = await this.require(w, id);
+      const updated = await updateTier(w.trx, id, change, w.now);
+      if (updated === 'milestone_taken') throw milestoneTaken(change.milestone ?? 0);
+      if (!updated) throw notFound(`VIP tier ${id} does not exist`);
+      await assignAccountTiers(w.trx, existing.accountId, w.now);
+      return updated;
+    });
   }
 
   /** Deletes a tier; its customers move to the tier their points earned give them. */
   async delete(id: number): Promise<{ deleted: true }> {
-    await this.db.transaction().execute(async (trx) => {
-      const existing = await this.require(trx, id);
-      await deleteTier(trx, id);
-      await assignTiers(trx, { accountId: existing.accountId }, this.clock.now());
+    await this.uow.run(async (w) => {
+      const existing = await this.require(w, id);
+      await deleteTier(w.trx, id);
+      await assignAccountTiers(w.trx, existing.accountId, w.now);
     });
     return { deleted: true };
   }
 
   /** The tier, with its account's tiers locked for this transaction; `404` for an unknown id. */
-  private async require(trx: Kysely<Database>, id: number) {
-    const tier = await findTier(trx, id);
+  private async require(w: Work, id: number) {
+    const tier = await findTier(w.trx, id);
     if (!tier) throw notFound(`VIP tier ${id} does not exist`);
-    await lockAccountTiers(trx, tier.accountId);
+    await lockAccountTiers(w.trx, tier.accountId);
     return tier;
   }
 }

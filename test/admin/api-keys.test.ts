@@ -129,7 +129,7 @@ describe('creating a key', () => {
 describe('the list', () => {
   it('lists keys newest first with their names and created times; keys made without a name are "Unnamed key"', async () => {
     const browser = await signedIn(t, merchant);
-    await t.services.credentials.createApiKey(merchant.accountId, ['customer:read']);
+    await t.services.auth.createApiKey(merchant.accountId, ['customer:read']);
     t.clock.advance(60_000);
     for (const name of ['First', 'Second <b>']) {
       expect((await browser.submit('/admin/api-keys', { name, scopes: ['customer:read'] })).statusCode).toBe(303);
@@ -145,7 +145,7 @@ describe('the list', () => {
 
   it('records last use at most once per hour per key, and says how precise it is', async () => {
     const browser = await signedIn(t, merchant);
-    const { key, id } = await t.services.credentials.createApiKey(merchant.accountId, ['customer:read'], {
+    const { key, id } = await t.services.auth.createApiKey(merchant.accountId, ['customer:read'], {
       name: 'Busy',
     });
     const lastUsed = async () =>
@@ -199,7 +199,7 @@ describe('the list', () => {
         revoked_at: null,
       })
       .execute();
-    const [details] = await t.services.credentials.apiKeyDetails(merchant.accountId);
+    const [details] = await t.services.auth.apiKeyDetails(merchant.accountId);
     expect(details?.name).toBe('Unnamed key');
   });
 });

@@ -298,17 +298,12 @@ describe.runIf(runnable)(`the merchant console in a real browser (Chromium, serv
         first_name: 'Alexandria Konstantinopoulou',
         last_name: 'Vanderbilt-Montgomery',
       });
-      await services.pointsTransactions.create(
-        accountId,
-        {
-          customer_id: customer.id,
-          points_change: 123_456_789,
-          description: 'Goodwill for a parcel that arrived three weeks late and damaged',
-          internal_note: 'Ticket 123456789: escalated by the head of customer support',
-        },
-        undefined,
-        JSON.stringify,
-      );
+      await services.pointsTransactions.adjust(accountId, {
+        customer_id: customer.id,
+        points_change: 123_456_789,
+        description: 'Goodwill for a parcel that arrived three weeks late and damaged',
+        internal_note: 'Ticket 123456789: escalated by the head of customer support',
+      });
       return { rule: (rules[0] as { id: number }).id, tier: tier.id, product: product.id, customer: customer.id };
     });
     const phone = await (browser as Browser).newContext({ viewport: { width: 375, height: 740 }, isMobile: true });

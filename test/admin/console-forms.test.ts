@@ -89,12 +89,12 @@ describe('refusals in a merchant’s words, at the field', () => {
 
   it('shows a removal beyond the balance at the points field, in the account’s label, without the customer’s id', async () => {
     const customer = await t.services.customers.create(merchant.accountId, { email: 'ann@example.com' });
-    await t.services.pointsTransactions.create(
-      merchant.accountId,
-      { customer_id: customer.id, points_change: 150, description: 'Welcome', internal_note: null },
-      undefined,
-      JSON.stringify,
-    );
+    await t.services.pointsTransactions.adjust(merchant.accountId, {
+      customer_id: customer.id,
+      points_change: 150,
+      description: 'Welcome',
+      internal_note: null,
+    });
     const refused = await browser.submit(`/admin/customers/${customer.id}/adjust`, {
       points_change: '-1000',
       description: 'Correction',
@@ -265,19 +265,13 @@ describe('points products', () => {
 
     const sold = await product();
     const customer = await t.services.customers.create(merchant.accountId, { email: 'bob@example.com' });
-    await t.services.pointsTransactions.create(
-      merchant.accountId,
-      { customer_id: customer.id, points_change: 500, description: 'Welcome', internal_note: null },
-      undefined,
-      JSON.stringify,
-    );
-    await t.services.pointsProducts.purchase(
-      merchant.accountId,
-      sold.id,
-      { customer_id: customer.id },
-      undefined,
-      JSON.stringify,
-    );
+    await t.services.pointsTransactions.adjust(merchant.accountId, {
+      customer_id: customer.id,
+      points_change: 500,
+      description: 'Welcome',
+      internal_note: null,
+    });
+    await t.services.pointsProducts.purchase(merchant.accountId, sold.id, { customer_id: customer.id });
     const page = await browser.get(`/admin/points-products/${sold.id}/delete`);
     expect(page.body).toContain('cannot be deleted');
     expect(page.body).toContain('Disable it instead');

@@ -46,7 +46,7 @@ async function everyPage(browser: ConsoleBrowser): Promise<string[]> {
     activity_token: type.token,
   });
   const tier = await t.services.vipTiers.create(accountId, { name: 'Gold', milestone: 100 });
-  const key = await t.services.credentials.createApiKey(accountId);
+  const key = await t.services.auth.createApiKey(accountId);
   const customer = await t.services.customers.create(accountId, { email: 'jane@example.com' });
   void browser;
   return [
@@ -350,7 +350,7 @@ describe("another account's objects", () => {
 describe('running the program from the console', () => {
   it('sets up settings, an activity type, a bound rule, a tier and a product that the API then serves', async () => {
     const browser = await signedIn(t, merchant);
-    const key = await t.services.credentials.createApiKey(merchant.accountId);
+    const key = await t.services.auth.createApiKey(merchant.accountId);
     const api = (url: string) => t.app.inject({ method: 'GET', url, headers: bearer(key.key) });
 
     const referral = await browser.submit('/admin/referral-settings', {
@@ -495,7 +495,7 @@ describe('running the program from the console', () => {
 
     // The same input through the API gets the same messages.
     const customer = await t.services.customers.create(merchant.accountId, { email: 'jane@example.com' });
-    const key = await t.services.credentials.createApiKey(merchant.accountId);
+    const key = await t.services.auth.createApiKey(merchant.accountId);
     const api = await t.app.inject({
       method: 'POST',
       url: '/v1/points_transactions',
@@ -541,7 +541,7 @@ describe('running the program from the console', () => {
       200,
     );
     expect((await t.app.inject({ method: 'GET', url: '/v1/vip_tiers', headers: bearer(key) })).statusCode).toBe(403);
-    const [summary] = await t.services.credentials.listApiKeys(merchant.accountId);
+    const [summary] = await t.services.auth.listApiKeys(merchant.accountId);
     expect((await browser.submit(`/admin/api-keys/${summary?.id}/revoke`)).statusCode).toBe(303);
     expect((await t.app.inject({ method: 'GET', url: '/v1/earning_rules', headers: bearer(key) })).statusCode).toBe(
       401,

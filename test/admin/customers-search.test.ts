@@ -78,12 +78,7 @@ describe('the customer search', () => {
     const rich = await customer('rich@example.com');
     await customer('poor@example.com');
     const gone = await customer('gone@example.com');
-    await t.services.pointsTransactions.create(
-      merchant.accountId,
-      { customer_id: rich.id, points_change: 150 },
-      undefined,
-      String,
-    );
+    await t.services.pointsTransactions.adjust(merchant.accountId, { customer_id: rich.id, points_change: 150 });
     await t.services.customers.setState(gone.id, 'disabled');
 
     const all = await search('');
@@ -121,24 +116,13 @@ describe('the customer search', () => {
 describe('a customer’s page', () => {
   it('shows the rewards issued to the customer with their codes', async () => {
     const jane = await customer('jane@example.com');
-    await t.services.pointsTransactions.create(
-      merchant.accountId,
-      { customer_id: jane.id, points_change: 100 },
-      undefined,
-      String,
-    );
+    await t.services.pointsTransactions.adjust(merchant.accountId, { customer_id: jane.id, points_change: 100 });
     const product = (await t.services.pointsProducts.create(merchant.accountId, {
       exchange_type: 'fixed',
       points_price: 10,
       reward: { name: '$5 off <now>', description: 'once', image_url: 'https://cdn.example.com/r.png' },
     })) as { id: number };
-    await t.services.pointsProducts.purchase(
-      merchant.accountId,
-      product.id,
-      { customer_id: jane.id },
-      undefined,
-      String,
-    );
+    await t.services.pointsProducts.purchase(merchant.accountId, product.id, { customer_id: jane.id });
     const [reward] = await t.db.kysely.selectFrom('reward_fulfillments').selectAll().execute();
     const page = await browser.get(`/admin/customers/${jane.id}`);
     expect(page.body).toContain('Rewards issued');
@@ -170,7 +154,7 @@ describe('a customer’s page', () => {
     expect(Number(rows[0]?.created_by_user_id)).toBe(Number(user.id));
 
     // An API key of this account posts another adjustment: no staff member.
-    const { key } = await t.services.credentials.createApiKey(merchant.accountId);
+    const { key } = await t.services.auth.createApiKey(merchant.accountId);
     const api = await t.app.inject({
       method: 'POST',
       url: '/v1/points_transactions',

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,17 +7,26 @@ import { promisify } from 'node:util';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ALL_SCOPES } from '../../src/auth/scopes.js';
 import { type CliResult, loyalty, loyaltyInProcess } from '../helpers/cli.js';
+import { createTestDatabase, storedText, type TestDatabase } from '../helpers/database.js';
 import { referralSettingsFixture } from '../helpers/fixtures.js';
 import { type ServerProcess, startServer } from '../helpers/server-process.js';
 
 describe('the loyalty CLI', () => {
+  // The files the commands read; the database is the pass's (test/helpers/database.ts).
   let dir: string;
+  let database: TestDatabase;
   let env: Record<string, string>;
-  beforeEach(() => {
+  const extra: TestDatabase[] = [];
+  beforeEach(async () => {
     dir = mkdtempSync(join(tmpdir(), 'loyalty-cli-'));
-    env = { DATABASE_URL: `sqlite:${join(dir, 'cli.db')}` };
+    database = await createTestDatabase();
+    env = { DATABASE_URL: database.url };
   });
-  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+  afterEach(async () => {
+    rmSync(dir, { recursive: true, force: true });
+    await database.drop();
+    for (const other of extra.splice(0)) await other.drop();
+  });
 
   /**
    * Runs a command with --json, in this process unless `cli` says otherwise (a few tests run the
@@ -187,6 +196,9 @@ describe('the loyalty CLI', () => {
 
   // The real process (see above).
   it('migrates an empty database and reports it', async () => {
+    const empty = await createTestDatabase({ empty: true });
+    extra.push(empty);
+    env = { DATABASE_URL: empty.url };
     const first = await ok(['migrate'], loyalty);
     expect(first.applied.length).toBeGreaterThan(0);
     expect((await ok(['migrate'], loyalty)).applied).toEqual([]);
@@ -198,10 +210,7 @@ describe('the loyalty CLI', () => {
     const app = await ok(['apps', 'create', '--name', 'A', '--redirect-uri', 'https://a.example/cb']);
     const token = await ok(['tokens', 'issue', '--account', String(account.id), '--app', app.client_id]);
     const demo = await ok(['demo']);
-    const stored = readdirSync(dir)
-      .filter((f) => f.startsWith('cli.db'))
-      .map((f) => readFileSync(join(dir, f)).toString('latin1'))
-      .join('');
+    const stored = await storedText(database.url);
     expect(stored.length).toBeGreaterThan(0);
     for (const secret of [key.key, app.client_secret, token.access_token, demo.api_key, demo.access_token]) {
       expect(stored).not.toContain(secret);
@@ -212,17 +221,17 @@ describe('the loyalty CLI', () => {
 });
 
 describe('loyalty demo', () => {
-  let dir: string;
+  let database: TestDatabase;
   let server: ServerProcess | undefined;
   afterEach(async () => {
     await server?.stop();
-    rmSync(dir, { recursive: true, force: true });
+    await database.drop();
   });
 
   it('leaves working credentials, and its printed curl lines work as printed', async () => {
-    dir = mkdtempSync(join(tmpdir(), 'loyalty-demo-'));
+    database = await createTestDatabase();
     const port = String(await freePort());
-    const env = { DATABASE_URL: `sqlite:${join(dir, 'demo.db')}`, PORT: port };
+    const env = { DATABASE_URL: database.url, PORT: port };
 
     const json = await loyalty(['demo', '--json'], env);
     expect(json.code).toBe(0);

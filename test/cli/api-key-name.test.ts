@@ -1,19 +1,17 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openDb } from '../../src/storage/db.js';
 import { loyaltyInProcess } from '../helpers/cli.js';
+import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
 
 // `loyalty api-keys create --name`: the name the console lists the key by.
 describe('loyalty api-keys create --name', () => {
-  let dir: string;
+  let database: TestDatabase;
   let env: Record<string, string>;
-  beforeEach(() => {
-    dir = mkdtempSync(join(tmpdir(), 'loyalty-cli-'));
-    env = { DATABASE_URL: `sqlite:${join(dir, 'cli.db')}` };
+  beforeEach(async () => {
+    database = await createTestDatabase();
+    env = { DATABASE_URL: database.url };
   });
-  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+  afterEach(() => database.drop());
 
   async function names(): Promise<string[]> {
     const db = openDb(env.DATABASE_URL!);

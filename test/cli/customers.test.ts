@@ -1,25 +1,23 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { systemClock } from '../../src/clock.js';
 import { createServices } from '../../src/services.js';
 import { openDb } from '../../src/storage/db.js';
 import { cliChecks, loyalty, loyaltyInProcess } from '../helpers/cli.js';
+import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
 
 describe('loyalty customers / customer-identities', () => {
-  let dir: string;
+  let database: TestDatabase;
   let env: Record<string, string>;
   let account: string;
 
   const { ok, fails } = cliChecks(() => env);
 
   beforeEach(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'loyalty-cli-customers-'));
-    env = { DATABASE_URL: `sqlite:${join(dir, 'cli.db')}` };
+    database = await createTestDatabase();
+    env = { DATABASE_URL: database.url };
     account = String((await ok(['accounts', 'create', '--name', 'Acme'])).id);
   });
-  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+  afterEach(() => database.drop());
 
   it('creates a customer and prints {id, email, first_name, last_name}', async () => {
     const customer = await ok([

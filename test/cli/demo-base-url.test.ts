@@ -1,11 +1,9 @@
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { loyalty } from '../helpers/cli.js';
+import { createTestDatabase, storedText, type TestDatabase } from '../helpers/database.js';
 import { type ServerProcess, startServer } from '../helpers/server-process.js';
 import { eventually } from '../helpers/wait.js';
 import { hiddenField } from '../oauth/helpers.js';
@@ -39,13 +37,13 @@ function consoleUser(text: string): { url: string; email: string; password: stri
 }
 
 describe('loyalty demo: the address of its curl lines and console', () => {
-  let dir: string;
+  let database: TestDatabase;
   let env: Record<string, string>;
-  beforeEach(() => {
-    dir = mkdtempSync(join(tmpdir(), 'loyalty-demo-url-'));
-    env = { DATABASE_URL: `sqlite:${join(dir, 'demo.db')}` };
+  beforeEach(async () => {
+    database = await createTestDatabase();
+    env = { DATABASE_URL: database.url };
   });
-  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+  afterEach(() => database.drop());
 
   it.each<{ vars: Record<string, string>; args: string[]; base: string; source: string }>([
     { vars: { PORT: '31234' }, args: [], base: 'http://127.0.0.1:31234', source: 'from HOST and PORT' },
@@ -128,12 +126,12 @@ describe('loyalty demo: the address of its curl lines and console', () => {
 });
 
 describe('loyalty demo against a real server', () => {
-  let dir: string;
+  let database: TestDatabase;
   let server: ServerProcess | undefined;
   afterEach(async () => {
     await server?.stop();
     server = undefined;
-    rmSync(dir, { recursive: true, force: true });
+    await database.drop();
   });
 
   /** Runs every printed curl line; each must succeed. */
@@ -149,8 +147,8 @@ describe('loyalty demo against a real server', () => {
   }
 
   it('on another PORT, set for both: every curl line works and the console user signs in', async () => {
-    dir = mkdtempSync(join(tmpdir(), 'loyalty-demo-server-'));
-    const env = { DATABASE_URL: `sqlite:${join(dir, 'demo.db')}`, PORT: String(await freePort()) };
+    database = await createTestDatabase();
+    const env = { DATABASE_URL: database.url, PORT: String(await freePort()) };
     server = await startServer({ ...env, RATE_LIMIT_PER_SECOND: '0' });
     const started = server;
     expect(await eventually(async () => started.output().includes('loyalty API ready'), 10_000)).toBe(true);
@@ -165,17 +163,14 @@ describe('loyalty demo against a real server', () => {
     expect(await signIn(user)).toContain('Demo shop');
 
     // The password is shown once and kept only as a hash.
-    const stored = readdirSync(dir)
-      .filter((f) => f.startsWith('demo.db'))
-      .map((f) => readFileSync(join(dir, f)).toString('latin1'))
-      .join('');
+    const stored = await storedText(database.url);
     expect(stored).toContain(user.email);
     expect(stored).not.toContain(user.password);
   }, 90_000);
 
   it('with --base-url naming a server on PORT=0, as --json prints it', async () => {
-    dir = mkdtempSync(join(tmpdir(), 'loyalty-demo-server-'));
-    const env = { DATABASE_URL: `sqlite:${join(dir, 'demo.db')}` };
+    database = await createTestDatabase();
+    const env = { DATABASE_URL: database.url };
     server = await startServer({ ...env, RATE_LIMIT_PER_SECOND: '0' });
     const json = await loyalty(['demo', '--base-url', server.url, '--json'], env);
     expect(json.code, json.stderr).toBe(0);

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type CliResult, loyalty, loyaltyInProcess } from '../helpers/cli.js';
+import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
 
 const rule = (name: string, extra: Record<string, unknown> = {}) => ({
   name,
@@ -14,15 +15,21 @@ const rule = (name: string, extra: Record<string, unknown> = {}) => ({
 });
 
 describe('loyalty earning-rules', () => {
+  // The files the commands read; the database is the pass's (test/helpers/database.ts).
   let dir: string;
+  let database: TestDatabase;
   let env: Record<string, string>;
   let account: string;
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'loyalty-cli-rules-'));
-    env = { DATABASE_URL: `sqlite:${join(dir, 'cli.db')}` };
+    database = await createTestDatabase();
+    env = { DATABASE_URL: database.url };
     account = String((await ok(['accounts', 'create', '--name', 'Acme'])).id);
   });
-  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  afterAll(async () => {
+    rmSync(dir, { recursive: true, force: true });
+    await database.drop();
+  });
 
   /**
    * Runs a command with --json; it must succeed with nothing on stderr. Commands run in this

@@ -3,10 +3,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { cliChecks, loyalty, loyaltyInProcess } from '../helpers/cli.js';
+import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
 
 // The points engine's commands of the engine contract, with the --json forms scripts rely on.
 describe('loyalty activity-types / vip-tiers / points-settings / customers set-state', () => {
+  // The files the commands read; the database is the pass's (test/helpers/database.ts).
   let dir: string;
+  let database: TestDatabase;
   let env: Record<string, string>;
   let account: string;
 
@@ -14,10 +17,14 @@ describe('loyalty activity-types / vip-tiers / points-settings / customers set-s
 
   beforeEach(async () => {
     dir = mkdtempSync(join(tmpdir(), 'loyalty-cli-engine-'));
-    env = { DATABASE_URL: `sqlite:${join(dir, 'cli.db')}` };
+    database = await createTestDatabase();
+    env = { DATABASE_URL: database.url };
     account = String((await ok(['accounts', 'create', '--name', 'Acme'])).id);
   });
-  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+  afterEach(async () => {
+    rmSync(dir, { recursive: true, force: true });
+    await database.drop();
+  });
 
   it('creates and lists activity types, each with an activity_ token', async () => {
     const order = await ok(['activity-types', 'create', '--account', account, '--name', 'Place an order'], loyalty);

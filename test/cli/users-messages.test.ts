@@ -1,9 +1,7 @@
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { loyalty } from '../helpers/cli.js';
+import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
 import { ROOT } from '../helpers/server-process.js';
 import { eventually } from '../helpers/wait.js';
 
@@ -38,15 +36,15 @@ async function onTerminal(args: string[], env: Record<string, string>, typed: st
 }
 
 describe('loyalty users create: its messages', () => {
-  let dir: string;
+  let database: TestDatabase;
   let env: Record<string, string>;
   let accountId: string;
   beforeEach(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'loyalty-users-'));
-    env = { DATABASE_URL: `sqlite:${join(dir, 'users.db')}` };
+    database = await createTestDatabase();
+    env = { DATABASE_URL: database.url };
     accountId = String((await loyalty(['accounts', 'create', '--name', 'Acme', '--json'], env)).json().id);
   });
-  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+  afterEach(() => database.drop());
 
   it('two different passwords typed at the prompt: says so in words, and creates no user', async () => {
     const args = ['users', 'create', '--account', accountId, '--email', 'owner@acme.example'];

@@ -30,18 +30,8 @@ describe('GET /v1/customers/{id}', () => {
     const [id] = await customers(1);
     const silver = await t.services.vipTiers.create(a.accountId, { name: 'Silver', milestone: 100 });
     const gold = await t.services.vipTiers.create(a.accountId, { name: 'Gold', milestone: 500 });
-    await t.services.pointsTransactions.create(
-      a.accountId,
-      { customer_id: id!, points_change: 150 },
-      undefined,
-      String,
-    );
-    await t.services.pointsTransactions.create(
-      a.accountId,
-      { customer_id: id!, points_change: -50 },
-      undefined,
-      String,
-    );
+    await t.services.pointsTransactions.adjust(a.accountId, { customer_id: id!, points_change: 150 });
+    await t.services.pointsTransactions.adjust(a.accountId, { customer_id: id!, points_change: -50 });
     const response = await get(`/v1/customers/${id}`);
     expect(response.statusCode).toBe(200);
     expect(response.json()).toEqual({

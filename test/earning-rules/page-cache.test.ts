@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { systemClock } from '../../src/clock.js';
-import { PageCache } from '../../src/earning-rules/page-cache.js';
+import { PageCache } from '../../src/http/page-cache.js';
 import { createServices } from '../../src/services.js';
 import { openDb } from '../../src/storage/db.js';
 import { bearer, createTenant, createTestApp, type Tenant, type TestApp } from '../helpers/app.js';

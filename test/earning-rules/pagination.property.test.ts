@@ -51,7 +51,7 @@ describe('GET /v1/earning_rules: keyset pages against a model', () => {
   /** A new account and a read key for it, with `flags.length` rules (ids ascending). */
   async function freshAccount(flags: boolean[]): Promise<{ accountId: number; key: string; ids: number[] }> {
     const account = await t.services.accounts.create('Property shop');
-    const key = await t.services.credentials.createApiKey(account.id, 'earning_rule:read');
+    const key = await t.services.auth.createApiKey(account.id, 'earning_rule:read');
     const created = (await t.services.earningRules.create(
       account.id,
       flags.map((enabled, i) => rule(i, enabled)),

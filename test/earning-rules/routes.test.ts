@@ -1,10 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AccountsService } from '../../src/accounts/service.js';
 import type { EarningRulesPage, StoredEarningRule } from '../../src/earning-rules/schemas.js';
-import { EarningRulesService } from '../../src/earning-rules/service.js';
 import { CursorCodec } from '../../src/pagination/cursor.js';
+import { createServices } from '../../src/services.js';
 import { bearer, createTenant, createTestApp, type Tenant, type TestApp } from '../helpers/app.js';
 import { describeAuthSuite } from '../helpers/auth-suite.js';
 import { expectError } from '../helpers/contract.js';
@@ -222,7 +221,7 @@ describe('GET /v1/earning_rules', () => {
     });
 
     it('stays valid across processes: every service on the database shares one stored key', async () => {
-      const fresh = () => new EarningRulesService(t.db, t.clock, new AccountsService(t.db.kysely, t.clock));
+      const fresh = () => createServices(t.db, { clock: t.clock, accessTokenTtlSeconds: 60 }).earningRules;
       const [one, two] = [fresh(), fresh()];
       const [p1, p2] = await Promise.all([one.list(a.accountId, { limit: 1 }), two.list(a.accountId, { limit: 1 })]);
       expect(p1.metadata.next_cursor).toBe(p2.metadata.next_cursor);

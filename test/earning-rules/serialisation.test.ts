@@ -135,7 +135,7 @@ describe('GET /v1/earning_rules: serialisation', () => {
 
   it('serialises stored values outside the input bounds as they are, rather than failing the page', async () => {
     const odd = await t.services.accounts.create('Odd data');
-    const key = await t.services.credentials.createApiKey(odd.id);
+    const key = await t.services.auth.createApiKey(odd.id);
     const [rule] = (await t.services.earningRules.create(odd.id, [cases[3]!.input])) as EarningRule[];
     await t.db.kysely
       .updateTable('earning_rules')
@@ -194,7 +194,7 @@ describe('GET /v1/earning_rules: serialisation', () => {
       const text = JSON.stringify(schema).replaceAll('#/components/schemas/', '#/$defs/');
       const check = ajv().compile(JSON.parse(text));
       const daysOnly = await t.services.accounts.create('Days only');
-      const key = await t.services.credentials.createApiKey(daysOnly.id);
+      const key = await t.services.auth.createApiKey(daysOnly.id);
       await t.services.earningRules.create(daysOnly.id, [cases[0]!.input, cases[2]!.input, cases[3]!.input]);
       for (const query of ['?limit=1', '']) {
         const page = await t.app.inject({ method: 'GET', url: `/v1/earning_rules${query}`, headers: bearer(key.key) });

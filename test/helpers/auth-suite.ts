@@ -67,18 +67,18 @@ export function describeAuthSuite(name: string, options: AuthSuiteOptions): void
     // Each credential is used first, so the process holds it when it is revoked.
     it('refuses a revoked API key: 401', async () => {
       expect((await send(bearer(a.apiKey))).statusCode).not.toBe(401);
-      await t.services.credentials.revokeApiKey(a.apiKeyId);
+      await t.services.auth.revokeApiKey(a.apiKeyId);
       expectError(await send(bearer(a.apiKey)), 'unauthorized');
     });
 
     it('refuses a revoked access token: 401', async () => {
       expect((await send(bearer(a.accessToken))).statusCode).not.toBe(401);
-      await t.services.credentials.revokeAccessToken(a.accessToken);
+      await t.services.auth.revokeAccessToken(a.accessToken);
       expectError(await send(bearer(a.accessToken)), 'unauthorized');
     });
 
     it('refuses an expired access token: 401', async () => {
-      const token = await t.services.credentials.issueAccessToken({
+      const token = await t.services.auth.issueAccessToken({
         accountId: a.accountId,
         clientId: a.clientId,
         ttlSeconds: 60,
@@ -95,13 +95,13 @@ export function describeAuthSuite(name: string, options: AuthSuiteOptions): void
       const others = ALL_SCOPES.filter((s) => s !== options.scope && !s.startsWith(`${options.scope.split(':')[0]}:`));
       const weak = options.accessTokenOnly
         ? (
-            await t.services.credentials.issueAccessToken({
+            await t.services.auth.issueAccessToken({
               accountId: a.accountId,
               clientId: a.clientId,
               scopes: others,
             })
           ).access_token
-        : (await t.services.credentials.createApiKey(a.accountId, others)).key;
+        : (await t.services.auth.createApiKey(a.accountId, others)).key;
       const response = await send(bearer(weak));
       expectError(response, 'insufficient_scope');
       expect(response.headers['www-authenticate']).toBe(

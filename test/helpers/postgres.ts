@@ -3,28 +3,38 @@ import pg from 'pg';
 /** Every schema a test makes starts with this, so a run can clean up what a crash left behind. */
 export const TEST_SCHEMA_PREFIX = 'loyalty_test_';
 
-/** What the names of the workers' databases add to TEST_DATABASE_URL's database name. */
-const WORKER_SUFFIX = '_worker';
+/** What the names of a run's worker databases add to TEST_DATABASE_URL's database name. */
+const RUN_INFIX = '_run';
+
+// Which run this is: the vitest process's pid, provided by test/global-setup.ts (inject() in a test).
+declare module 'vitest' {
+  export interface ProvidedContext {
+    loyaltyTestRun: number;
+  }
+}
 
 /**
  * The database the test files of vitest worker `poolId` make their schemas in: TEST_DATABASE_URL
- * with `_worker<n>` added to the database name. Files run in parallel, and Kysely's migrator reads
- * the catalog of every schema in its database (`pg_get_serial_sequence` on each table), failing
- * with "schema … does not exist" when another file drops a schema meanwhile; a database per
- * worker keeps each file's schemas and server processes among themselves, as in a serial run.
+ * with `_run<pid>_w<n>` added to the database name. Files run in parallel, and Kysely's migrator
+ * reads the catalog of every schema in its database (`pg_get_serial_sequence` on each table),
+ * failing with "schema … does not exist" when another file drops a schema meanwhile; a database
+ * per worker keeps each file's schemas and server processes among themselves, as in a serial
+ * run. The run's pid in the name does the same for two runs at once on one server (two
+ * checkouts, two people): with names shared between runs, one run's drops broke the other's
+ * migrations. test/global-setup.ts drops a run's databases after it.
  */
-export function workerDatabaseUrl(base: string, poolId = process.env.VITEST_POOL_ID ?? '0'): string {
+export function workerDatabaseUrl(base: string, run: number, poolId = process.env.VITEST_POOL_ID ?? '0'): string {
   const url = new URL(base);
-  url.pathname = `/${databaseName(base)}${WORKER_SUFFIX}${poolId}`;
+  url.pathname = `/${databaseName(base)}${RUN_INFIX}${run}_w${poolId}`;
   return url.toString();
 }
 
 let workerDatabase: Promise<string> | undefined;
 
-/** This worker's database (workerDatabaseUrl), created on first use and kept between runs. */
-export function ensureWorkerDatabase(base: string): Promise<string> {
+/** This worker's database in run `run` (workerDatabaseUrl), created on first use. */
+export function ensureWorkerDatabase(base: string, run: number): Promise<string> {
   workerDatabase ??= (async () => {
-    const url = workerDatabaseUrl(base);
+    const url = workerDatabaseUrl(base, run);
     const client = new pg.Client({ connectionString: base });
     await client.connect();
     try {
@@ -32,7 +42,7 @@ export function ensureWorkerDatabase(base: string): Promise<string> {
       const { rowCount } = await client.query('select 1 from pg_database where datname = $1', [name]);
       if (!rowCount) {
         await client.query(`create database ${pg.escapeIdentifier(name)}`).catch((error: { code?: string }) => {
-          if (error.code !== '42P04') throw error; // duplicate_database: made meanwhile, by an earlier run
+          if (error.code !== '42P04') throw error; // duplicate_database: made meanwhile
         });
       }
     } finally {
@@ -41,6 +51,32 @@ export function ensureWorkerDatabase(base: string): Promise<string> {
     return url;
   })();
   return workerDatabase;
+}
+
+/**
+ * Drops the worker databases of run `run` (all of them, whoever holds a connection) and those of
+ * runs whose process no longer runs (left over by a killed run); returns how many.
+ */
+export async function dropRunDatabases(url: string, run: number): Promise<number> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const prefix = `${databaseName(url)}${RUN_INFIX}`;
+    const { rows } = await client.query<{ datname: string }>(
+      'select datname from pg_database where starts_with(datname, $1)',
+      [prefix],
+    );
+    let dropped = 0;
+    for (const { datname } of rows) {
+      const pid = Number(datname.slice(prefix.length).split('_')[0]);
+      if (pid !== run && isAlive(pid)) continue;
+      await client.query(`drop database if exists ${pg.escapeIdentifier(datname)} with (force)`);
+      dropped++;
+    }
+    return dropped;
+  } finally {
+    await client.end();
+  }
 }
 
 /**
@@ -54,7 +90,7 @@ export async function dropStaleSchemas(url: string): Promise<number> {
   try {
     const { rows } = await client.query<{ datname: string }>(
       'select datname from pg_database where starts_with(datname, $1)',
-      [`${databaseName(url)}${WORKER_SUFFIX}`],
+      [`${databaseName(url)}${RUN_INFIX}`],
     );
     workers = rows.map((row) => row.datname);
   } finally {

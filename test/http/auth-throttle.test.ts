@@ -19,8 +19,8 @@ describe('the failed-authentication throttle', () => {
   /** A tenant whose API key is revoked and whose access token has expired: a merchant's stale client. */
   async function staleTenant(): Promise<Tenant> {
     const stale = await createTenant(t!.services, 'Stale shop');
-    await t!.services.credentials.revokeApiKey(stale.apiKeyId);
-    await t!.services.credentials.revokeAccessToken(stale.accessToken);
+    await t!.services.auth.revokeApiKey(stale.apiKeyId);
+    await t!.services.auth.revokeAccessToken(stale.accessToken);
     return stale;
   }
 

@@ -1,9 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { TokenRevocations } from '../../src/auth/revocations.js';
-import { CREDENTIAL_CACHE_MS, CredentialsService } from '../../src/auth/service.js';
+import { AuthService, CREDENTIAL_CACHE_MS } from '../../src/auth/service.js';
 import { systemClock } from '../../src/clock.js';
 import { createServices, type Services } from '../../src/services.js';
 import { openDb } from '../../src/storage/db.js';
+import { UnitOfWork } from '../../src/storage/unit-of-work.js';
 import { createTenant, createTestDb, type Tenant, type TestDb } from '../helpers/app.js';
 
 // A credential read live is kept for CREDENTIAL_CACHE_MS; a revocation made by this process is
@@ -14,7 +15,7 @@ describe('the credential cache', () => {
   let services: Services;
   let tenant: Tenant;
   let revocations: TokenRevocations;
-  let credentials: CredentialsService;
+  let credentials: AuthService;
 
   beforeEach(async () => {
     test = await createTestDb();
@@ -22,8 +23,9 @@ describe('the credential cache', () => {
     tenant = await createTenant(services);
     // This process's credentials, with revocations the test runs itself.
     revocations = new TokenRevocations();
-    credentials = new CredentialsService(
+    credentials = new AuthService(
       test.db.kysely,
+      new UnitOfWork(test.db.kysely, systemClock),
       systemClock,
       services.accounts,
       (clientId) => services.apps.requireByClientId(clientId),
@@ -36,14 +38,14 @@ describe('the credential cache', () => {
   });
 
   const token = () => credentials.authenticate(tenant.accessToken).then((found) => found?.kind ?? null);
-  const revokeInDatabase = () => services.credentials.revokeAccessToken(tenant.accessToken);
+  const revokeInDatabase = () => services.auth.revokeAccessToken(tenant.accessToken);
 
   it('keeps an access token read live: another process’s revocation is seen within CREDENTIAL_CACHE_MS', async () => {
     const elsewhere = openDb(test.url);
     try {
       expect(await token()).toBe('access_token');
       const revokedAt = performance.now();
-      await createServices(elsewhere, { clock: systemClock, accessTokenTtlSeconds: 60 }).credentials.revokeAccessToken(
+      await createServices(elsewhere, { clock: systemClock, accessTokenTtlSeconds: 60 }).auth.revokeAccessToken(
         tenant.accessToken,
       );
       // Kept: this process has not read it since.

@@ -65,7 +65,7 @@ describe('the per-credential rate limit of OAuth access tokens', () => {
     const first = await grantTokens(f);
     const refreshed = await refresh(f, first);
     const other = await grantTokens(f);
-    const key = async (token: string) => (await t!.services.credentials.authenticate(token))?.rateLimitKey;
+    const key = async (token: string) => (await t!.services.auth.authenticate(token))?.rateLimitKey;
 
     expect(await key(first.access_token)).toBeUndefined(); // revoked by the refresh
     const grantKey = await key(refreshed.access_token);
@@ -74,7 +74,7 @@ describe('the per-credential rate limit of OAuth access tokens', () => {
     expect(await key(other.access_token)).not.toBe(grantKey);
 
     // Issued through the CLI (no grant): each token counts on its own.
-    const issue = () => t!.services.credentials.issueAccessToken({ accountId: f.accountId, clientId: f.clientId });
+    const issue = () => t!.services.auth.issueAccessToken({ accountId: f.accountId, clientId: f.clientId });
     const [a, b] = [(await issue()).access_token, (await issue()).access_token];
     expect(await key(a)).toMatch(/^[0-9a-f]{32}$/);
     expect(await key(a)).not.toBe(await key(b));

@@ -1,5 +1,5 @@
 import { connect } from 'node:net';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { redactUrlSecrets } from '../../src/http/log-redaction.js';
 import { bearer, createTenant, createTestApp, type Tenant, type TestApp } from '../helpers/app.js';
 import { expectError } from '../helpers/contract.js';
@@ -10,11 +10,14 @@ const UPSERT = '/v1/customer_identities/create_or_update';
 let t: TestApp;
 let a: Tenant;
 
-beforeEach(async () => {
+// One app for the file; each test makes its own account and counts only that account's rows.
+beforeAll(async () => {
   t = await createTestApp();
+});
+afterAll(async () => t.close());
+beforeEach(async () => {
   a = await createTenant(t.services);
 });
-afterEach(async () => t.close());
 
 const postRaw = (payload: string | Buffer) =>
   t.app.inject({
@@ -28,6 +31,7 @@ async function identityCount(): Promise<number> {
   const row = await t.db.kysely
     .selectFrom('customer_identities')
     .select((eb) => eb.fn.countAll().as('n'))
+    .where('account_id', '=', a.accountId)
     .executeTakeFirstOrThrow();
   return Number(row.n);
 }
@@ -119,8 +123,10 @@ describe('odd JSON is refused naming what is wrong', () => {
 });
 
 describe("Node's parser errors get the contract's body", () => {
+  // The file's one app listens once, for every raw request.
+  let address: string | undefined;
   async function raw(request: string): Promise<string> {
-    const address = await t.app.listen({ port: 0, host: '127.0.0.1' });
+    address ??= await t.app.listen({ port: 0, host: '127.0.0.1' });
     const { port } = new URL(address);
     return new Promise((resolve, reject) => {
       const socket = connect(Number(port), '127.0.0.1');

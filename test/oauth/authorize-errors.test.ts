@@ -1,5 +1,5 @@
 import type { LightMyRequestResponse } from 'fastify';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import {
   authorizeUrl,
@@ -14,11 +14,14 @@ import {
 
 let t: TestApp;
 let f: OAuthFixture;
-beforeEach(async () => {
+// One app for the file (its tests are refusals); each test gets its own merchant, user and app.
+beforeAll(async () => {
   t = await createTestApp();
+});
+afterAll(async () => t.close());
+beforeEach(async () => {
   f = await setupOAuth(t, { scopes: ['customer_identity:write'] });
 });
-afterEach(async () => t.close());
 
 const base = () => ({ client_id: f.clientId, redirect_uri: REDIRECT_URI, response_type: 'code', state: 'st-1' });
 
@@ -52,6 +55,9 @@ const codes = async () =>
     (
       await t.db.kysely
         .selectFrom('oauth_codes')
+        .innerJoin('oauth_grants', 'oauth_grants.id', 'oauth_codes.grant_id')
+        // This test's merchant only: the file's app keeps every test's rows.
+        .where('oauth_grants.account_id', '=', f.accountId)
         .select((eb) => eb.fn.countAll().as('n'))
         .executeTakeFirstOrThrow()
     ).n,

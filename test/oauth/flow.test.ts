@@ -77,7 +77,7 @@ describe('the authorization code flow: confidential app', () => {
     const created = await createOrUpdate(t, tokens.access_token);
     expect(created.statusCode, created.body).toBe(201);
     const app = await t.services.apps.requireByClientId(f.clientId);
-    expect(await t.services.credentials.authenticate(tokens.access_token)).toMatchObject({
+    expect(await t.services.auth.authenticate(tokens.access_token)).toMatchObject({
       kind: 'access_token',
       accountId: f.accountId,
       appId: app.id,

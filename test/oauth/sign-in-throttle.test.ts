@@ -1,7 +1,7 @@
 import type { LightMyRequestResponse } from 'fastify';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { ADDRESS_THROTTLE, PAIR_THROTTLE, throttledNetwork } from '../../src/oauth/sessions.js';
-import { delayAfter, MAX_DELAY_MS } from '../../src/oauth/sessions-repository.js';
+import { delayAfter, MAX_DELAY_MS } from '../../src/sessions/repository.js';
+import { ADDRESS_THROTTLE, PAIR_THROTTLE, throttledNetwork } from '../../src/sessions/service.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { authorizeUrl, hiddenFields, type OAuthFixture, REDIRECT_URI, setupOAuth } from './helpers.js';
 

@@ -34,7 +34,7 @@ beforeAll(async () => {
       redirectUris: ['http://127.0.0.1/callback'],
       public: true,
     });
-    const key = await services.credentials.createApiKey(account.id);
+    const key = await services.auth.createApiKey(account.id);
     return {
       confidentialId: confidential.client_id,
       secret: confidential.client_secret as string,

@@ -119,7 +119,7 @@ describe('client_secret_basic as RFC 6749 2.3.1 encodes it', () => {
     expect(token.statusCode, token.body).toBe(200);
     const revoked = await postWithAuthorization('/oauth2/revoke', basic, { token: token.json().refresh_token });
     expect(revoked.statusCode, revoked.body).toBe(200);
-    expect((await t.services.credentials.authenticate(token.json().access_token).catch(() => null)) ?? null).toBeNull();
+    expect((await t.services.auth.authenticate(token.json().access_token).catch(() => null)) ?? null).toBeNull();
   });
 
   it('still refuses a wrong secret, and malformed percent-encoding, with 401 and a challenge', async () => {

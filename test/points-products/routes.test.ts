@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { CODE_ALPHABET, CODE_LENGTH, newRewardCode } from '../../src/points-products/code.js';
 import type { PointsProduct, PointsPurchase } from '../../src/points-products/schemas.js';
+import { CODE_ALPHABET, CODE_LENGTH, newRewardCode } from '../../src/reward-fulfillments/code.js';
 import type { RewardFulfillment } from '../../src/reward-fulfillments/schemas.js';
 import { bearer, createTenant, createTestApp, type Tenant, type TestApp } from '../helpers/app.js';
 import { describeAuthSuite } from '../helpers/auth-suite.js';
@@ -32,12 +32,7 @@ async function products(tenant: Tenant, inputs: Record<string, unknown>[]): Prom
 }
 
 async function give(points: number, customer = jane, tenant = a): Promise<void> {
-  await t.services.pointsTransactions.create(
-    tenant.accountId,
-    { customer_id: customer, points_change: points },
-    undefined,
-    String,
-  );
+  await t.services.pointsTransactions.adjust(tenant.accountId, { customer_id: customer, points_change: points });
 }
 
 const get = (path: string, key = a.apiKey) => t.app.inject({ method: 'GET', url: path, headers: bearer(key) });
@@ -312,12 +307,7 @@ describe('reward codes', () => {
 
 const seedProduct = async (t: TestApp, a: Tenant) => {
   const customer = (await t.services.customers.create(a.accountId, { email: 'jane@example.com' })).id;
-  await t.services.pointsTransactions.create(
-    a.accountId,
-    { customer_id: customer, points_change: 1000 },
-    undefined,
-    String,
-  );
+  await t.services.pointsTransactions.adjust(a.accountId, { customer_id: customer, points_change: 1000 });
   await t.services.pointsProducts.create(a.accountId, fixed('$5 off', 10));
 };
 
@@ -356,7 +346,7 @@ describeAuthSuite('GET /v1/reward_fulfillments', {
   successStatus: 200,
   seed: async (t, a) => {
     await seedProduct(t, a);
-    await t.services.pointsProducts.purchase(a.accountId, 1, { customer_id: 1 }, undefined, String);
+    await t.services.pointsProducts.purchase(a.accountId, 1, { customer_id: 1 });
   },
   expectIsolated: (response) => expect(response.json().reward_fulfillments).toEqual([]),
 });

@@ -271,12 +271,7 @@ describe('GET /v1/points_transactions and /v1/points_transactions/{id}', () => {
 
 const seedJane = async (t: TestApp, a: Tenant) => {
   const id = (await t.services.customers.create(a.accountId, { email: 'jane@example.com' })).id;
-  await t.services.pointsTransactions.create(
-    a.accountId,
-    { customer_id: id, points_change: 5 },
-    undefined,
-    JSON.stringify,
-  );
+  await t.services.pointsTransactions.adjust(a.accountId, { customer_id: id, points_change: 5 });
 };
 
 describeAuthSuite('POST /v1/points_transactions', {

@@ -46,7 +46,7 @@ describe('GET /v1/referral_settings', () => {
   });
 
   it('allows a :write scope to stand for nothing else: earning_rule:read alone is refused', async () => {
-    const key = await t.services.credentials.createApiKey(a.accountId, 'earning_rule:read');
+    const key = await t.services.auth.createApiKey(a.accountId, 'earning_rule:read');
     expectError(await get(key.key), 'insufficient_scope');
   });
 

@@ -506,9 +506,9 @@ describe(`hostile input against a real server process (${testEngine})`, () => {
           properties: { i },
         });
       }
-      const weak = await services.credentials.createApiKey(a.accountId, ['earning_rule:read']);
-      const revoked = await services.credentials.createApiKey(a.accountId);
-      await services.credentials.revokeApiKey(revoked.id);
+      const weak = await services.auth.createApiKey(a.accountId, ['earning_rule:read']);
+      const revoked = await services.auth.createApiKey(a.accountId);
+      await services.auth.revokeApiKey(revoked.id);
       const type = await services.activityTypes.create(a.accountId, { name: 'Order' });
       const bound = await services.earningRules.create(a.accountId, [
         { ...rule, name: 'Order', activity_token: type.token, earning_limit: { max: 3, type: 'lifetime' } },
@@ -526,12 +526,7 @@ describe(`hostile input against a real server process (${testEngine})`, () => {
         points_price: 5,
         reward: { name: 'Sticker' },
       });
-      await services.pointsTransactions.create(
-        a.accountId,
-        { customer_id: customerIds[0]!, points_change: 50 },
-        undefined,
-        String,
-      );
+      await services.pointsTransactions.adjust(a.accountId, { customer_id: customerIds[0]!, points_change: 50 });
       return { a, b, weakKey: weak.key, revokedKey: revoked.key, rulesOf, activityToken: type.token, customerIds };
     });
     server = await servers.start({

@@ -45,12 +45,7 @@ afterAll(async () => {
 function customerWith(email: string, points: number): Promise<number> {
   return withServices(database.url, async (services) => {
     const { id } = await services.customers.create(tenant.accountId, { email });
-    await services.pointsTransactions.create(
-      tenant.accountId,
-      { customer_id: id, points_change: points },
-      undefined,
-      String,
-    );
+    await services.pointsTransactions.adjust(tenant.accountId, { customer_id: id, points_change: points });
     return id;
   });
 }

@@ -54,9 +54,9 @@ describe(`secrets stay out of logs and listings (${testEngine})`, () => {
       withServices(url, async (services): Promise<Secrets> => {
         const tenant = await createTenant(services, 'Secret shop');
         await services.referralSettings.set(tenant.accountId, referralSettingsFixture);
-        const revoked = await services.credentials.createApiKey(tenant.accountId);
-        await services.credentials.revokeApiKey(revoked.id);
-        const expired = await services.credentials.issueAccessToken({
+        const revoked = await services.auth.createApiKey(tenant.accountId);
+        await services.auth.revokeApiKey(revoked.id);
+        const expired = await services.auth.issueAccessToken({
           accountId: tenant.accountId,
           clientId: tenant.clientId,
           ttlSeconds: 1,

@@ -3,9 +3,8 @@ import http, { type IncomingHttpHeaders } from 'node:http';
 import net from 'node:net';
 import { sql } from 'kysely';
 import { afterAll, beforeAll } from 'vitest';
-import { ERROR_STATUS, type ErrorCode } from '../../src/errors.js';
 import { type Db, openDb } from '../../src/storage/db.js';
-import { createTestDatabaseUrl, type TestDatabaseUrl } from '../helpers/app.js';
+import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
 import { type ServerProcess, startServer } from '../helpers/server-process.js';
 import { sleep } from '../helpers/wait.js';
 
@@ -156,51 +155,9 @@ export async function balanceOf(store: Db, id: number): Promise<number> {
   return Number(row.points_balance);
 }
 
-/**
- * Checks an error response against the contract: body `{"error": {code, message, request_id,
- * details?}}` and nothing else, a code of the table with its status, `X-Request-Id` equal to
- * `request_id`, `Retry-After` on 429 and 503. Throws a readable Error; returns the code.
- */
-export function checkContractError(reply: Reply, context = ''): ErrorCode {
-  const where = `${context} -> ${reply.status} ${reply.body.slice(0, 300)}`;
-  const fail = (why: string): never => {
-    throw new Error(`not the contract's error (${why}): ${where}`);
-  };
-  let body: any;
-  try {
-    body = JSON.parse(reply.body);
-  } catch {
-    fail('body is not JSON');
-  }
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) fail('body is not an object');
-  if (Object.keys(body).join() !== 'error') fail('top-level keys other than "error"');
-  const error = body.error;
-  if (typeof error !== 'object' || error === null) fail('"error" is not an object');
-  for (const key of Object.keys(error)) {
-    if (!['code', 'message', 'request_id', 'details'].includes(key)) fail(`unexpected key error.${key}`);
-  }
-  const code = error.code as ErrorCode;
-  if (!Object.hasOwn(ERROR_STATUS, code)) fail(`code ${JSON.stringify(code)} is not in the contract's table`);
-  if (ERROR_STATUS[code] !== reply.status) fail(`code ${code} belongs with ${ERROR_STATUS[code]}`);
-  if (typeof error.message !== 'string' || error.message === '') fail('no message');
-  if (typeof error.request_id !== 'string' || error.request_id === '') fail('no request_id');
-  if (reply.headers['x-request-id'] !== error.request_id) fail('X-Request-Id differs from request_id');
-  if (error.details !== undefined) {
-    const ok =
-      Array.isArray(error.details) &&
-      error.details.every(
-        (d: any) => typeof d?.field === 'string' && typeof d?.message === 'string' && Object.keys(d).length === 2,
-      );
-    if (!ok) fail('details is not a list of {field, message}');
-  }
-  if (code === 'unavailable' || code === 'rate_limited') {
-    const retryAfter = Number(reply.headers['retry-after']);
-    if (!Number.isInteger(retryAfter) || retryAfter < 1) fail('no Retry-After of whole seconds');
-  }
-  return code;
-}
+// The contract's one error check (also behind expectError), for replies from real sockets.
+export { checkContractError } from '../helpers/contract.js';
 
-/** How many of `items` had each key. */
 /** `name{labels} value` lines of the Prometheus text format, keyed by `name{labels}`. */
 export function samples(text: string): Map<string, number> {
   const map = new Map<string, number>();
@@ -211,6 +168,7 @@ export function samples(text: string): Map<string, number> {
   return map;
 }
 
+/** How many of `items` had each key. */
 export function tally<T>(items: T[], key: (item: T) => string | number): Record<string, number> {
   const counts: Record<string, number> = {};
   for (const item of items) {
@@ -297,7 +255,7 @@ export class Servers {
 
 /** What `serverOnNewDatabase` prepares; its fields are set once the describe block's beforeAll ran. */
 export interface ServerOnDatabase<T> {
-  database: TestDatabaseUrl;
+  database: TestDatabase;
   /** What `seed` returned. */
   seeded: T;
   server: ServerProcess;
@@ -306,8 +264,8 @@ export interface ServerOnDatabase<T> {
 }
 
 /**
- * The setup of most reliability suites, registered in the calling describe block: a new database
- * of this pass's engine, prepared by `seed` (with seedTenant or withServices), and a real server
+ * The setup of most reliability suites, registered in the calling describe block: a new, migrated
+ * database of this pass's engine, prepared by `seed` (with seedTenant or withServices), and a real server
  * process on it (`RATE_LIMIT_PER_SECOND=0` and `env`). After the block, every server process it
  * started is killed and the database dropped.
  */
@@ -317,7 +275,7 @@ export function serverOnNewDatabase<T>(
 ): ServerOnDatabase<T> {
   const fixture = { servers: new Servers() } as ServerOnDatabase<T>;
   beforeAll(async () => {
-    fixture.database = await createTestDatabaseUrl();
+    fixture.database = await createTestDatabase();
     fixture.seeded = await seed(fixture.database.url);
     fixture.server = await fixture.servers.start({
       DATABASE_URL: fixture.database.url,

@@ -24,8 +24,8 @@ describe.skipIf(!testRedisUrl)(`the failed-authentication throttle across two pr
     await assertRedisReachable(testRedisUrl!);
     database = await createTestDatabaseUrl();
     stale = await seedTenant(database.url, 'Stale shop', async (services, tenant) => {
-      await services.credentials.revokeApiKey(tenant.apiKeyId);
-      await services.credentials.revokeAccessToken(tenant.accessToken);
+      await services.auth.revokeApiKey(tenant.apiKeyId);
+      await services.auth.revokeAccessToken(tenant.accessToken);
     });
     others = [await seedTenant(database.url, 'Shop B'), await seedTenant(database.url, 'Shop C')];
     const env = {

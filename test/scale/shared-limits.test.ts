@@ -38,7 +38,7 @@ describe.skipIf(!testRedisUrl)(`two server processes sharing one database (${tes
     fetch(`${server.url}/v1/referral_settings`, { headers: { authorization: `Bearer ${token}` } });
 
   it('limits a credential across both processes as if they were one', async () => {
-    const { key } = await withServices(database.url, (s) => s.credentials.createApiKey(tenant.accountId));
+    const { key } = await withServices(database.url, (s) => s.auth.createApiKey(tenant.accountId));
     // 20 requests, alternating between the processes, well inside one second.
     const statuses = await Promise.all(
       Array.from({ length: 20 }, (_, i) => get(servers[i % 2]!, key).then((r) => r.status)),
@@ -65,13 +65,13 @@ describe.skipIf(!testRedisUrl)(`two server processes sharing one database (${tes
   };
 
   it('refuses a key revoked through the CLI on both processes within 1 second', async () => {
-    const key = await withServices(database.url, (s) => s.credentials.createApiKey(tenant.accountId));
+    const key = await withServices(database.url, (s) => s.auth.createApiKey(tenant.accountId));
     await refusedWithinOneSecond(key.key, ['api-keys', 'revoke', String(key.id)]);
   });
 
   it('refuses an access token revoked through the CLI on both processes within 1 second', async () => {
     const token = await withServices(database.url, (s) =>
-      s.credentials.issueAccessToken({ accountId: tenant.accountId, clientId: tenant.clientId }),
+      s.auth.issueAccessToken({ accountId: tenant.accountId, clientId: tenant.clientId }),
     );
     await refusedWithinOneSecond(token.access_token, ['tokens', 'revoke', token.access_token]);
   });

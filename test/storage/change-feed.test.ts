@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { systemClock } from '../../src/clock.js';
+import { VersionedPages } from '../../src/http/page-cache.js';
 import { createServices, type Services } from '../../src/services.js';
 import { AccountCache, type ChangeFeed, FEED_APPLICATION_NAME } from '../../src/storage/change-feed.js';
 import { type Db, openDb } from '../../src/storage/db.js';
@@ -186,8 +187,12 @@ describe.skipIf(testEngine !== 'sqlite')('AccountCache on SQLite (PRAGMA data_ve
       await elsewhere.referralSettings.set(tenant.accountId, inactive);
       expect((await services.referralSettings.get(tenant.accountId)).status).toBe('inactive');
 
+      // Through the route's page cache, as a request reads it: kept while the rules version stands.
+      const pages = new VersionedPages((accountId) => services.earningRules.version(accountId), 1 << 20);
       const page = () =>
-        services.earningRules.listSerialised(tenant.accountId, {}, (p) => JSON.stringify(p)).then(String);
+        pages
+          .get(tenant.accountId, '', async () => JSON.stringify(await services.earningRules.list(tenant.accountId, {})))
+          .then(String);
       expect(JSON.parse(await page()).earning_rules).toHaveLength(0);
       await elsewhere.earningRules.create(tenant.accountId, earningRuleFixture('from elsewhere'));
       expect(JSON.parse(await page()).earning_rules).toHaveLength(1);

@@ -16,13 +16,7 @@ const get = (path: string, key = a.apiKey) => t.app.inject({ method: 'GET', url:
 
 async function customerWith(points: number, email: string): Promise<number> {
   const id = (await t.services.customers.create(a.accountId, { email })).id;
-  if (points > 0)
-    await t.services.pointsTransactions.create(
-      a.accountId,
-      { customer_id: id, points_change: points },
-      undefined,
-      String,
-    );
+  if (points > 0) await t.services.pointsTransactions.adjust(a.accountId, { customer_id: id, points_change: points });
   return id;
 }
 const tierOf = async (id: number) => (await t.services.customers.get(a.accountId, id)).vip_tier_id;
@@ -65,12 +59,7 @@ describe('VIP tiers: an all-time program kept in step with every change', () => 
     const high = await customerWith(600, 'high@example.com');
     const b = await createTenant(t.services, 'Shop B');
     const other = (await t.services.customers.create(b.accountId, { email: 'other@example.com' })).id;
-    await t.services.pointsTransactions.create(
-      b.accountId,
-      { customer_id: other, points_change: 1000 },
-      undefined,
-      String,
-    );
+    await t.services.pointsTransactions.adjust(b.accountId, { customer_id: other, points_change: 1000 });
 
     const silver = await t.services.vipTiers.create(a.accountId, { name: 'Silver', milestone: 100 });
     expect([await tierOf(low), await tierOf(mid), await tierOf(high)]).toEqual([null, silver.id, silver.id]);

@@ -13,7 +13,7 @@ export function registerApiKeyCommands(program: Command): void {
       run(
         cmd,
         ({ services }) =>
-          services.credentials.createApiKey(parseId(opts.account, 'account'), opts.scopes, { name: opts.name }),
+          services.auth.createApiKey(parseId(opts.account, 'account'), opts.scopes, { name: opts.name }),
         (k) =>
           `${lines({ id: k.id, key: k.key, scopes: k.scopes.join(' ') })}\nStore the key now: it is not shown again.`,
       ),
@@ -25,7 +25,7 @@ export function registerApiKeyCommands(program: Command): void {
     .action((opts: { account: string }, cmd: Command) =>
       run(
         cmd,
-        ({ services }) => services.credentials.listApiKeys(parseId(opts.account, 'account')),
+        ({ services }) => services.auth.listApiKeys(parseId(opts.account, 'account')),
         (all) =>
           all.map((k) => `${k.id}\t${k.key}\t${k.scopes.join(' ')}${k.revoked ? '\t(revoked)' : ''}`).join('\n') ||
           '(no API keys)',
@@ -38,7 +38,7 @@ export function registerApiKeyCommands(program: Command): void {
     .action((keyId: string, _opts, cmd: Command) =>
       run(
         cmd,
-        ({ services }) => services.credentials.revokeApiKey(parseId(keyId, 'key_id')),
+        ({ services }) => services.auth.revokeApiKey(parseId(keyId, 'key_id')),
         (r) => `API key ${r.id} revoked`,
       ),
     );

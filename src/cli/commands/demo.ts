@@ -159,12 +159,12 @@ export function registerDemoCommand(program: Command): void {
             first_name: 'Jane',
             last_name: 'Doe',
           });
-          const key = await services.credentials.createApiKey(account.id, ALL_SCOPES);
+          const key = await services.auth.createApiKey(account.id, ALL_SCOPES);
           const app = await services.apps.create({
             name: 'Demo app',
             redirectUris: ['http://localhost:8080/callback'],
           });
-          const token = await services.credentials.issueAccessToken({
+          const token = await services.auth.issueAccessToken({
             accountId: account.id,
             clientId: app.client_id,
             ttlSeconds: 86_400,

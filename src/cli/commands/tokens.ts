@@ -15,7 +15,7 @@ export function registerTokenCommands(program: Command): void {
       run(
         cmd,
         ({ services }) =>
-          services.credentials.issueAccessToken({
+          services.auth.issueAccessToken({
             accountId: parseId(opts.account, 'account'),
             clientId: opts.app,
             scopes: opts.scopes,
@@ -33,7 +33,7 @@ export function registerTokenCommands(program: Command): void {
       run(
         cmd,
         async ({ services }) => {
-          if (!(await services.credentials.revokeAccessToken(token))) {
+          if (!(await services.auth.revokeAccessToken(token))) {
             throw new DomainError('not_found', 'no live access token matches');
           }
           return { revoked: true as const };

@@ -40,18 +40,25 @@ export async function deleteSession(db: Kysely<Database>, sessionHash: string): 
   await db.deleteFrom('oauth_sessions').where('session_hash', '=', sessionHash).execute();
 }
 
-/** Removes expired and idle sessions, and throttle counters whose last delay ended before `throttleBefore`. */
+/**
+ * Removes expired and idle sessions, and throttle counters whose last delay ended before
+ * `throttleBefore`; how many rows of both.
+ */
 export async function pruneSessions(
   db: Kysely<Database>,
   now: number,
   idleSince: number,
   throttleBefore: number,
-): Promise<void> {
-  await db
+): Promise<number> {
+  const sessions = await db
     .deleteFrom('oauth_sessions')
     .where((eb) => eb.or([eb('expires_at', '<=', now), eb('last_seen_at', '<=', idleSince)]))
-    .execute();
-  await db.deleteFrom('oauth_sign_in_failures').where('retry_at', '<', throttleBefore).execute();
+    .executeTakeFirst();
+  const counters = await db
+    .deleteFrom('oauth_sign_in_failures')
+    .where('retry_at', '<', throttleBefore)
+    .executeTakeFirst();
+  return Number(sessions.numDeletedRows + counters.numDeletedRows);
 }
 
 // --- Sign-in throttle -------------------------------------------------------------------------

@@ -18,7 +18,7 @@ import {
   pruneSessions,
   retryAtOf,
   touchSession,
-} from './sessions-repository.js';
+} from './repository.js';
 
 /** The session cookie: `oas_` and 40 base62 characters; the database holds only its SHA-256. */
 const SESSION_PREFIX = 'oas_';
@@ -54,7 +54,7 @@ export interface SessionUser {
 }
 
 /**
- * A browser session of the OAuth pages. `id` is the raw cookie value and is never logged. Only a
+ * A browser session of the OAuth pages or the console. `id` is the raw cookie value and is never logged. Only a
  * signed-in session has a row; an anonymous one is its cookie alone.
  */
 export interface Session {
@@ -74,7 +74,7 @@ export type SignInResult =
   | { kind: 'throttled'; retryAfterSeconds: number };
 
 /**
- * Sessions of the sign-in and consent pages, their CSRF tokens, and sign-in with a throttle on
+ * Sessions of the OAuth sign-in and consent pages and of the console, their CSRF tokens, and sign-in with a throttle on
  * repeated failures. A session exists before sign-in (so the sign-in form has a CSRF token too)
  * and is replaced by a new one at sign-in (no session fixation). Before sign-in it is only a
  * random cookie: the CSRF token is derived from it, so nothing is stored for anonymous visitors,
@@ -108,9 +108,6 @@ export class SessionsService {
     const id = SESSION_PREFIX + randomBase62(40);
     const expiresAt = now + SESSION_TTL_SECONDS * 1000;
     if (user === null) return { id, user, expiresAt };
-    // Housekeeping where sessions are made, so the tables never grow without bound.
-    // Throttle counts are pruned once the longest of the throttle's memories has passed.
-    await pruneSessions(this.db, now, now - SESSION_IDLE_SECONDS * 1000, now - PAIR_THROTTLE.forgetAfterMs);
     await insertSession(this.db, {
       session_hash: sha256Hex(id),
       user_id: user.userId,
@@ -118,6 +115,16 @@ export class SessionsService {
       expires_at: expiresAt,
     });
     return { id, user, expiresAt };
+  }
+
+  /**
+   * Deletes expired and idle sessions, and sign-in throttle counts once the longest of the
+   * throttle's memories has passed; how many rows. The server's timed housekeeping (sign-in no
+   * longer does it), so the tables never grow without bound.
+   */
+  async pruneExpired(): Promise<number> {
+    const now = this.clock.now();
+    return pruneSessions(this.db, now, now - SESSION_IDLE_SECONDS * 1000, now - PAIR_THROTTLE.forgetAfterMs);
   }
 
   /** Ends the session; the caller starts a new anonymous one if the browser continues. */

@@ -1,31 +1,23 @@
-import { AccountCache, CACHE_MAX_AGE_MS } from '../storage/change-feed.js';
-import type { Db } from '../storage/db.js';
-import { findRulesVersion } from './repository.js';
-
 /**
- * The earning-rules page cache, in one place: serialised pages kept with the account's rules
- * version they were built at, and the versions themselves (on PostgreSQL kept until a change
- * notification, on SQLite until another connection commits (PRAGMA data_version), at most
- * CACHE_MAX_AGE_MS either way). A page is served
- * only while its version is still the account's current one, so a cached page is always exact:
- * any change to the account's rules, by any process or by the CLI, raises the version in the
- * same transaction.
+ * Serialised answers kept per account, each with the version of the account's data it was built
+ * from (earning rules: the rules version, raised in the transaction of every change to them). An
+ * answer is served only while its version is still the account's current one, so a cached answer
+ * is always exact; bytes are encoded once, not on every answer. HTTP's business: the domain hands
+ * out pages and versions, the route keeps the bytes.
  */
-export class RulesPages {
+export class VersionedPages {
   private readonly pages: PageCache<Buffer>;
-  private readonly versions: AccountCache<number>;
 
   constructor(
-    private readonly db: Db,
+    private readonly version: (accountId: number) => Promise<number>,
     maxBytes: number,
   ) {
     this.pages = new PageCache(maxBytes);
-    this.versions = new AccountCache(db.changes, 'earning_rules', CACHE_MAX_AGE_MS);
   }
 
   /**
-   * The serialised page stored under `key` for the account, or the one `build` makes (then kept),
-   * as UTF-8 bytes: encoded once, not on every answer.
+   * The serialised answer stored under `key` for the account, or the one `build` makes (then
+   * kept), as UTF-8 bytes.
    */
   async get(accountId: number, key: string, build: () => Promise<string>): Promise<Buffer> {
     // Read the version before the page: the page is then at least as new as the version it is
@@ -38,16 +30,6 @@ export class RulesPages {
       this.pages.set(cacheKey, version, body);
     }
     return body;
-  }
-
-  /** The account's earning-rules version; -1 for an account that does not exist. */
-  async version(accountId: number): Promise<number> {
-    return this.versions.get(accountId, async () => (await findRulesVersion(this.db.kysely, accountId)) ?? -1);
-  }
-
-  /** After a change made by this process: its versions are read again (all accounts' when none is named). */
-  changed(accountId?: number): void {
-    this.versions.forget(accountId);
   }
 }
 

@@ -1,0 +1,36 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { Clock } from './clock.js';
+import type { Config } from './config.js';
+import type { Services } from './services.js';
+import type { Db } from './storage/db.js';
+import type { UnitOfWork } from './storage/unit-of-work.js';
+
+/** What a room's service is built from: storage, time, settings and the other rooms' services. */
+export interface RoomContext {
+  readonly db: Db;
+  readonly clock: Clock;
+  /** The one opener of transactions (storage/unit-of-work.ts). */
+  readonly uow: UnitOfWork;
+  readonly accessTokenTtlSeconds: number;
+  /** The other rooms' services, built on first use: a room never reaches into another's repository. */
+  readonly services: Services;
+}
+
+/**
+ * One room (a folder of src/ owning one resource): its service, added to `Services` by the room
+ * itself (`declare module '../services.js'`), and its routes, if it answers HTTP. Listed once, in
+ * src/rooms.ts; app.ts and services.ts loop over that list.
+ */
+export interface Room<K extends keyof Services = keyof Services> {
+  readonly name: K;
+  readonly service: (context: RoomContext) => Services[K];
+  /** The routes, as a plugin; `never` options: each room's plugin takes its own (see routeOptions). */
+  readonly routes?: FastifyPluginAsyncTypebox<never>;
+  /** The routes' register options (a prefix, the config), when they take any. */
+  readonly routeOptions?: (config: Config) => Record<string, unknown>;
+}
+
+/** Declares a room (typed against the service the room added to `Services`). */
+export function defineRoom<K extends keyof Services>(room: Room<K>): Room<K> {
+  return room;
+}

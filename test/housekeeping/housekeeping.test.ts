@@ -1,0 +1,91 @@
+import pino from 'pino';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { type Chore, choresOf, Housekeeping } from '../../src/housekeeping.js';
+import { bearer, createTenant, createTestApp, type Tenant, type TestApp } from '../helpers/app.js';
+
+const DAY_MS = 24 * 60 * 60 * 1000;
+const silent = pino({ level: 'silent' });
+
+describe('housekeeping on a real database', () => {
+  let t: TestApp;
+  let a: Tenant;
+  beforeEach(async () => {
+    t = await createTestApp();
+    a = await createTenant(t.services);
+  });
+  afterEach(() => t.close());
+
+  const adjust = (customerId: number, key: string) =>
+    t.app.inject({
+      method: 'POST',
+      url: '/v1/points_transactions',
+      headers: { ...bearer(a.apiKey), 'idempotency-key': key },
+      payload: { points_transaction: { customer_id: customerId, points_change: 5 } },
+    });
+  const keys = async () =>
+    (await t.db.kysely.selectFrom('idempotency_keys').select('key').orderBy('key').execute()).map((row) => row.key);
+
+  it('purges the idempotency keys past their 24 hours, not before, and never on a request', async () => {
+    const jane = (await t.services.customers.create(a.accountId, { email: 'jane@example.com' })).id;
+    for (let i = 0; i < 5; i++) expect((await adjust(jane, `old-${i}`)).statusCode).toBe(201);
+    t.clock.advance(DAY_MS);
+    expect((await adjust(jane, 'new')).statusCode).toBe(201);
+    const housekeeping = new Housekeeping(choresOf(t.services), silent);
+
+    // Exactly 24 hours old: still replayable, so kept.
+    expect((await housekeeping.runOnce())['idempotency keys past 24 hours']).toBe(0);
+    t.clock.advance(1);
+    // Requests no longer purge: hundreds of keyed writes leave the expired keys where they are.
+    expect(await keys()).toEqual(['new', 'old-0', 'old-1', 'old-2', 'old-3', 'old-4']);
+    expect((await housekeeping.runOnce())['idempotency keys past 24 hours']).toBe(5);
+    expect(await keys()).toEqual(['new']);
+  });
+
+  it('runs every chore of the services, each reporting the rows it removed', async () => {
+    const removed = await new Housekeeping(choresOf(t.services), silent).runOnce();
+    expect(removed).toEqual({
+      'idempotency keys past 24 hours': 0,
+      'expired sessions and sign-in throttles': 0,
+      'expired authorization codes': 0,
+    });
+  });
+});
+
+describe('the timer', () => {
+  const chore = (name: string, run: () => Promise<number>): Chore => ({ name, run });
+
+  it('logs a failing chore and still runs the others', async () => {
+    const warnings: unknown[] = [];
+    const log = pino({ level: 'warn' }, { write: (line: string) => warnings.push(JSON.parse(line)) });
+    const removed = await new Housekeeping(
+      [chore('broken', () => Promise.reject(new Error('database away'))), chore('fine', async () => 2)],
+      log,
+    ).runOnce();
+    expect(removed).toEqual({ fine: 2 });
+    expect(warnings).toMatchObject([{ chore: 'broken', msg: expect.stringContaining('failed') }]);
+  });
+
+  it('runs a pass at start and every interval, one at a time, and stop waits for the pass under way', async () => {
+    let passes = 0;
+    let inFlight = 0;
+    let overlapped = false;
+    const slow = chore('slow', async () => {
+      overlapped ||= inFlight > 0;
+      inFlight++;
+      await new Promise((resolve) => setTimeout(resolve, 15));
+      inFlight--;
+      passes++;
+      return 0;
+    });
+    const housekeeping = new Housekeeping([slow], silent, 5);
+    housekeeping.start();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    await housekeeping.stop();
+    const atStop = passes;
+    expect(atStop).toBeGreaterThanOrEqual(2);
+    expect(inFlight).toBe(0);
+    expect(overlapped).toBe(false);
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    expect(passes).toBe(atStop);
+  });
+});
