@@ -1,6 +1,6 @@
 // The Node floor of `npm run bench` on PostgreSQL: what any Node service on Fastify and pg pays
 // for a write route, measured beside the service. One POST route that runs the statements the
-// service's route ran (STATEMENTS_FILE, recorded by bench/limits.ts), in the order recorded
+// service's route ran (STATEMENTS_FILE, recorded by bench/limits/capture.ts), in the order recorded
 // (its BEGIN and COMMIT too), on a pool of the service's default size with the service's named
 // statements, with each request's values varied as the ceilings vary them, and answers the last
 // rows returned as JSON. No authentication, validation, business logic, metrics or logging: the

@@ -1,4 +1,4 @@
-// The statements a write route runs, as bench/limits.ts records them from a real request, and
+// The statements a write route runs, as bench/limits/capture.ts records them from a real request, and
 // what a replay varies in them: shared by the better-sqlite3 ceiling, the pgbench script and the
 // Node floor (bench/floor.ts).
 import { SEEDED_DISTINCT_ID } from './seed.js';
@@ -14,7 +14,7 @@ export interface Statement {
 
 /** Stands for a recorded request's unique values. Lower case: emails are stored lower-cased too, and must vary with the rest. */
 export const MARK = 'capturemark';
-/** A reward code (src/points-products/code.ts): made anew by each replay. */
+/** A reward code (src/reward-fulfillments/code.ts): made anew by each replay. */
 export const CODE = /^[A-HJ-NP-Z2-9]{16}$/;
 
 /** The ids of rows the benchmark made (ID_BASE and up) among a statement's result rows. */

@@ -115,9 +115,9 @@ export async function seedAccount(
   const first = Number(span.rows[0]?.first);
   const customerCount = Number(span.rows[0]?.last) - first + 1;
   log(`  ${name}: ${rules} rules, ${identities} identities in ${((Date.now() - started) / 1000).toFixed(1)} s`);
-  const key = await services.credentials.createApiKey(created.id, ALL_SCOPES);
+  const key = await services.auth.createApiKey(created.id, ALL_SCOPES);
   const app = await services.apps.create({ name: `${name} app` });
-  const token = await services.credentials.issueAccessToken({
+  const token = await services.auth.issueAccessToken({
     accountId: created.id,
     clientId: app.client_id,
     ttlSeconds: 86_400,

@@ -1,4 +1,4 @@
--- The request script of `npm run bench:limits`. WRK_METHOD and WRK_HEADERS (one "name: value" per
+-- The request script of `npm run bench`. WRK_METHOD and WRK_HEADERS (one "name: value" per
 -- line) describe every request; with WRK_BODIES (a file, one body per line) each request sends the
 -- next line, so every POST of a run is a new one. done() prints one JSON line of figures.
 local method = os.getenv("WRK_METHOD") or "GET"
