@@ -66,16 +66,6 @@ export async function findFulfillmentsPage(
   return found.map(toRewardFulfillment);
 }
 
-/** The fulfillment a purchase issued. */
-export async function findPurchaseFulfillment(db: Kysely<Database>, purchaseId: number): Promise<RewardFulfillment> {
-  const row = await db
-    .selectFrom('reward_fulfillments')
-    .selectAll()
-    .where('points_purchase_id', '=', purchaseId)
-    .executeTakeFirstOrThrow();
-  return toRewardFulfillment(row);
-}
-
 export function toRewardFulfillment(row: RewardFulfillmentRow): RewardFulfillment {
   return {
     id: row.id,
