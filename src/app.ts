@@ -20,6 +20,8 @@ import { registerSendBatching } from './http/send-batching.js';
 import { registerStrictInput } from './http/strict-input.js';
 import { registerTransportRules } from './http/transport.js';
 import { registerValidators } from './http/validation.js';
+import { registerJobMetrics } from './jobs/metrics.js';
+import type { JobRunner } from './jobs/runner.js';
 import { rooms } from './rooms.js';
 import { createServices, type Services } from './services.js';
 import { type Db, isReachable } from './storage/db.js';
@@ -29,6 +31,8 @@ declare module 'fastify' {
     services: Services;
     /** Starts answering new requests `503 unavailable` ahead of close(), with the port still open. */
     refuseNewRequests(): void;
+    /** The process's job runner, once the server started it (null in tests and the CLI unless they start one). */
+    jobRunner: JobRunner | null;
   }
 }
 
@@ -86,8 +90,10 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const services = createServices(db, {
     clock: options.clock ?? systemClock,
     accessTokenTtlSeconds: config.accessTokenTtlSeconds,
+    events: config.events,
   });
   app.decorate('services', services);
+  app.decorate('jobRunner', null);
 
   app.server.maxConnections = config.maxConnections;
   // A client may half-close (end its side) after sending a request and still wait for the
@@ -96,6 +102,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   // ends. Timeouts still bound how long a connection stays open.
   (app.server as { httpAllowHalfOpen?: boolean }).httpAllowHalfOpen = true;
   const metrics = registerMetrics(app, config, db.sqlite?.stats);
+  registerJobMetrics(metrics.registry, () => app.jobRunner);
   registerValidators(app);
   registerStrictInput(app);
   registerErrorHandling(app, { onDatabaseError: metrics.databaseError });

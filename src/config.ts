@@ -41,7 +41,28 @@ export interface Config {
   readonly metricsPort: number | null;
   /** Bearer token `/metrics` requires; null: none. */
   readonly metricsToken: string | null;
+  /** Events and their webhooks (EVENT_RETENTION_DAYS, WEBHOOK_RETRY_SCHEDULE, WEBHOOK_ALLOW_PRIVATE_NETWORKS). */
+  readonly events: EventSettings;
 }
+
+/** How long events are kept and how webhooks are delivered. */
+export interface EventSettings {
+  /** Days an event (and its delivery log) is kept. */
+  readonly retentionDays: number;
+  /** Seconds before each retry of a failed delivery; after the last, the delivery has failed. */
+  readonly webhookRetrySchedule: readonly number[];
+  /** Allows `http://` and loopback, private and link-local destinations (tests, private deployments). */
+  readonly webhookAllowPrivateNetworks: boolean;
+}
+
+/** The contract's retry schedule: 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h. */
+export const DEFAULT_WEBHOOK_RETRY_SCHEDULE: readonly number[] = [5, 300, 1800, 7200, 18_000, 36_000, 36_000];
+
+export const DEFAULT_EVENT_SETTINGS: EventSettings = Object.freeze({
+  retentionDays: 30,
+  webhookRetrySchedule: DEFAULT_WEBHOOK_RETRY_SCHEDULE,
+  webhookAllowPrivateNetworks: false,
+});
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -130,6 +151,12 @@ export function loadConfig(env: Env = process.env, options: { listening?: boolea
         `\`openssl rand -hex 32\`), got ${metricsToken.length} characters`,
     );
   }
+  const retentionDays = integer('EVENT_RETENTION_DAYS', DEFAULT_EVENT_SETTINGS.retentionDays, 1, 3650);
+  const webhookRetrySchedule = parseRetrySchedule(read('WEBHOOK_RETRY_SCHEDULE'), problems);
+  const allowPrivate = (read('WEBHOOK_ALLOW_PRIVATE_NETWORKS') ?? 'false').toLowerCase();
+  if (!['true', 'false', '1', '0'].includes(allowPrivate)) {
+    problems.push(`WEBHOOK_ALLOW_PRIVATE_NETWORKS must be true or false, got "${allowPrivate}"`);
+  }
   if (workers > 1 && rateLimitPerSecond > 0 && redisUrl === null) {
     problems.push(
       `WORKERS=${workers} needs REDIS_URL: the rate limit of ${rateLimitPerSecond}/s per credential must hold across processes ` +
@@ -167,7 +194,25 @@ export function loadConfig(env: Env = process.env, options: { listening?: boolea
     publicUrl,
     metricsPort,
     metricsToken,
+    events: Object.freeze({
+      retentionDays,
+      webhookRetrySchedule,
+      webhookAllowPrivateNetworks: allowPrivate === 'true' || allowPrivate === '1',
+    }),
   });
+}
+
+/** WEBHOOK_RETRY_SCHEDULE: comma-separated whole seconds (`1,1,2`), at most 20 retries of at most a week each. */
+function parseRetrySchedule(raw: string | undefined, problems: string[]): readonly number[] {
+  if (raw === undefined) return DEFAULT_WEBHOOK_RETRY_SCHEDULE;
+  const entries = raw.split(',').map((entry) => entry.trim());
+  if (entries.length > 20 || entries.some((entry) => !/^\d{1,6}$/.test(entry) || Number(entry) > 604_800)) {
+    problems.push(
+      `WEBHOOK_RETRY_SCHEDULE must be up to 20 comma-separated whole seconds of at most 604800 (for example 1,1,2), got "${raw}"`,
+    );
+    return DEFAULT_WEBHOOK_RETRY_SCHEDULE;
+  }
+  return Object.freeze(entries.map(Number));
 }
 
 /** The address clients use: PUBLIC_URL if set, else the one HOST, PORT and TLS give. */

@@ -1,4 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify';
+import type { Clock } from './clock.js';
+import type { JobHandler } from './jobs/service.js';
 import type { Services } from './services.js';
 
 /** One piece of timed upkeep: it deletes what has expired and says how many rows went. */
@@ -7,15 +9,17 @@ export interface Chore {
   run(): Promise<number>;
 }
 
-/** How often a serving process does its upkeep. */
+/** How often the upkeep runs. */
 export const HOUSEKEEPING_INTERVAL_MS = 5 * 60 * 1000;
+
+/** The job runner's queue (and recurring job) of the upkeep. */
+export const HOUSEKEEPING_QUEUE = 'housekeeping';
 
 /**
  * The upkeep that used to ride on requests (every 200th keyed write purged idempotency keys inside
- * its own transaction; every sign-in pruned sessions; every code exchange pruned codes), now
- * timed, off the request path. Each chore is one short statement, safe to run on every process
- * at once (a row deleted twice is deleted once). The job runner of the events issue takes these
- * over when it exists.
+ * its own transaction; every sign-in pruned sessions; every code exchange pruned codes), now a
+ * recurring job of the job runner: one process runs it every 5 minutes, whichever claims it. Each
+ * chore is one short statement.
  */
 export function choresOf(services: Services): Chore[] {
   return [
@@ -25,29 +29,12 @@ export function choresOf(services: Services): Chore[] {
   ];
 }
 
-/** Runs the chores every `intervalMs` (the first pass at once), one pass at a time. */
+/** The upkeep's chores, run one after another. */
 export class Housekeeping {
-  private timer: NodeJS.Timeout | undefined;
-  /** The pass under way, if any: a tick that finds one skips its turn rather than queue behind it. */
-  private running: Promise<unknown> | undefined;
-
   constructor(
     private readonly chores: readonly Chore[],
     private readonly log: FastifyBaseLogger,
-    private readonly intervalMs = HOUSEKEEPING_INTERVAL_MS,
   ) {}
-
-  start(): void {
-    const pass = () => {
-      if (this.running) return;
-      this.running = this.runOnce().finally(() => {
-        this.running = undefined;
-      });
-    };
-    pass();
-    // Unreferenced: upkeep never keeps a process alive.
-    this.timer = setInterval(pass, this.intervalMs).unref();
-  }
 
   /**
    * One pass over every chore: rows removed by each, by name. A chore that fails is logged and
@@ -66,9 +53,15 @@ export class Housekeeping {
     return removed;
   }
 
-  /** Stops the timer and waits for a pass under way (shutdown closes the database next). */
-  async stop(): Promise<void> {
-    clearInterval(this.timer);
-    await this.running;
+  /** The recurring job: a pass, then the next one `intervalMs` later. */
+  job(clock: Clock, intervalMs = HOUSEKEEPING_INTERVAL_MS): JobHandler {
+    return {
+      queue: HOUSEKEEPING_QUEUE,
+      schedule: { key: HOUSEKEEPING_QUEUE },
+      run: async () => {
+        await this.runOnce();
+        return { retryAt: clock.now() + intervalMs };
+      },
+    };
   }
 }

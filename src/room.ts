@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Clock } from './clock.js';
-import type { Config } from './config.js';
+import type { Config, EventSettings } from './config.js';
+import type { JobHandler } from './jobs/service.js';
 import type { Services } from './services.js';
 import type { Db } from './storage/db.js';
 import type { UnitOfWork } from './storage/unit-of-work.js';
@@ -12,6 +13,8 @@ export interface RoomContext {
   /** The one opener of transactions (storage/unit-of-work.ts). */
   readonly uow: UnitOfWork;
   readonly accessTokenTtlSeconds: number;
+  /** Event retention and webhook delivery settings. */
+  readonly events: EventSettings;
   /** The other rooms' services, built on first use: a room never reaches into another's repository. */
   readonly services: Services;
 }
@@ -28,6 +31,8 @@ export interface Room<K extends keyof Services = keyof Services> {
   readonly routes?: FastifyPluginAsyncTypebox<never>;
   /** The routes' register options (a prefix, the config), when they take any. */
   readonly routeOptions?: (config: Config) => Record<string, unknown>;
+  /** The room's background work (src/jobs/): the queues it runs on every server process's JobRunner. */
+  readonly jobs?: (services: Services) => readonly JobHandler[];
 }
 
 /** Declares a room (typed against the service the room added to `Services`). */

@@ -7,7 +7,9 @@ import { authRoom } from './auth/room.js';
 import { customerIdentitiesRoom } from './customer-identities/room.js';
 import { customersRoom } from './customers/room.js';
 import { earningRulesRoom } from './earning-rules/room.js';
+import { eventsRoom } from './events/room.js';
 import { idempotencyRoom } from './idempotency/room.js';
+import { jobsRoom } from './jobs/room.js';
 import { oauthRoom } from './oauth/room.js';
 import { pointsProductsRoom } from './points-products/room.js';
 import { pointsSettingsRoom } from './points-settings/room.js';
@@ -18,6 +20,7 @@ import type { Room } from './room.js';
 import { sessionsRoom } from './sessions/room.js';
 import { usersRoom } from './users/room.js';
 import { vipTiersRoom } from './vip-tiers/room.js';
+import { webhooksRoom } from './webhooks/room.js';
 
 /**
  * Every room of the service, the one place a new one is added. Routes are registered in this
@@ -35,6 +38,8 @@ export const rooms: readonly Room[] = [
   pointsSettingsRoom,
   pointsProductsRoom,
   rewardFulfillmentsRoom,
+  eventsRoom,
+  webhooksRoom,
   oauthRoom,
   adminRoom,
   accountsRoom,
@@ -44,4 +49,5 @@ export const rooms: readonly Room[] = [
   sessionsRoom,
   activityTypesRoom,
   idempotencyRoom,
+  jobsRoom,
 ] as Room[];

@@ -5,6 +5,7 @@ import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { buildApp } from './app.js';
 import { type Config, ConfigError, loadConfig, localBaseUrl, redactUrl } from './config.js';
+import { systemClock } from './clock.js';
 import { choresOf, Housekeeping } from './housekeeping.js';
 import {
   answerClusterScrapes,
@@ -12,7 +13,10 @@ import {
   type MetricsServer,
   startMetricsServer,
 } from './http/metrics.js';
+import { JobRunner } from './jobs/runner.js';
+import { jobHandlers } from './services.js';
 import { type Db, openDb } from './storage/db.js';
+import { UnitOfWork } from './storage/unit-of-work.js';
 import { migrateToLatest } from './storage/migrator.js';
 import { clusterWriteTurn, handOutWriteTurns } from './storage/write-turns.js';
 
@@ -108,7 +112,17 @@ async function runServer(config: Config, options: { migrate: boolean }): Promise
   const app = await buildApp({ config, db, redis, server: https ? { https } : {} });
   redis?.on('error', (error) => app.log.warn({ err: error }, 'redis error'));
   let metricsServer: MetricsServer | null = null;
+  // Every serving process runs the background work (deliveries, retention, upkeep): see src/jobs/.
   const housekeeping = new Housekeeping(choresOf(app.services), app.log);
+  const runner = new JobRunner(
+    db,
+    new UnitOfWork(db.kysely, systemClock),
+    app.services.jobs,
+    systemClock,
+    [...jobHandlers(app.services), housekeeping.job(systemClock)],
+    app.log,
+  );
+  app.jobRunner = runner;
 
   stop = async (signal: string) => {
     app.log.info({ signal }, 'shutting down: finishing requests in flight');
@@ -122,7 +136,7 @@ async function runServer(config: Config, options: { migrate: boolean }): Promise
       await new Promise((resolve) => setTimeout(resolve, SHUTDOWN_DRAIN_MS));
       await metricsServer?.close();
       await app.close();
-      await housekeeping.stop();
+      await runner.stop();
       await db.close();
       redis?.disconnect();
       app.log.info('stopped');
@@ -148,7 +162,7 @@ async function runServer(config: Config, options: { migrate: boolean }): Promise
       metricsServer = await listenForMetrics(config, () => app.metricsRegistry.metrics(), https, app.log);
     }
   }
-  housekeeping.start();
+  await runner.start();
   // The port actually bound (PORT=0 picks one), and the pages a newcomer opens first.
   const base = localBaseUrl(config, (app.server.address() as AddressInfo).port);
   app.log.info(

@@ -1,4 +1,6 @@
 import type { Clock } from './clock.js';
+import { DEFAULT_EVENT_SETTINGS, type EventSettings } from './config.js';
+import type { JobHandler } from './jobs/service.js';
 import type { RoomContext } from './room.js';
 import { rooms } from './rooms.js';
 import type { Db } from './storage/db.js';
@@ -14,6 +16,8 @@ export interface Services {}
 export interface ServiceOptions {
   clock: Clock;
   accessTokenTtlSeconds: number;
+  /** Event retention and webhook delivery (the contract's defaults when absent). */
+  events?: EventSettings;
 }
 
 /**
@@ -47,9 +51,15 @@ export function createServices(db: Db, options: ServiceOptions): Services {
     clock: options.clock,
     uow: new UnitOfWork(db.kysely, options.clock),
     accessTokenTtlSeconds: options.accessTokenTtlSeconds,
+    events: options.events ?? DEFAULT_EVENT_SETTINGS,
     services,
   };
   const all: Record<string, unknown> = {};
   for (const room of rooms) all[room.name] = (services as unknown as Record<string, unknown>)[room.name];
   return all as unknown as Services;
+}
+
+/** The background work of every room (Room.jobs), for a server process's JobRunner. */
+export function jobHandlers(services: Services): JobHandler[] {
+  return rooms.flatMap((room) => (room.jobs ? [...room.jobs(services)] : []));
 }

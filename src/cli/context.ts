@@ -37,7 +37,11 @@ export async function run<T>(
       preparedStatements: config.databasePreparedStatements,
     });
     if (options.migrate !== false) await migrateToLatest(db);
-    const services = createServices(db, { clock: systemClock, accessTokenTtlSeconds: config.accessTokenTtlSeconds });
+    const services = createServices(db, {
+      clock: systemClock,
+      accessTokenTtlSeconds: config.accessTokenTtlSeconds,
+      events: config.events,
+    });
     const result = await action({ services, db, config });
     process.stdout.write(json ? `${JSON.stringify(result)}\n` : `${text(result)}\n`);
   } catch (error) {

@@ -7,6 +7,9 @@ export type ChangeKind = 'referral_settings' | 'earning_rules';
 /** The PostgreSQL channel the triggers of migration 0400 notify on. */
 export const CHANGES_CHANNEL = 'loyalty_changes';
 
+/** The channel on which processes without a job runner announce new jobs (JobsService.wake). */
+export const JOBS_CHANNEL = 'loyalty_jobs';
+
 /** The listening connection's application_name. */
 export const FEED_APPLICATION_NAME = 'loyalty change feed';
 
@@ -44,8 +47,18 @@ export class ChangeFeed implements Changes {
   private retry: NodeJS.Timeout | null = null;
   private readonly listeners = new Set<Listener>();
   private readonly resetListeners = new Set<() => void>();
+  private readonly jobsListeners = new Set<() => void>();
 
   constructor(private readonly url: string) {}
+
+  /**
+   * Calls `listener` when a process that runs no job runner (the `loyalty` command) committed
+   * jobs (JobsService.wake, on the jobs channel) or when changes may have been missed; returns how to stop.
+   */
+  onJobs(listener: () => void): () => void {
+    this.jobsListeners.add(listener);
+    return () => this.jobsListeners.delete(listener);
+  }
 
   /** True while every change is being delivered; starts listening on the first call. */
   isLive(): boolean {
@@ -98,12 +111,15 @@ export class ChangeFeed implements Changes {
     };
     client.on('error', onLost);
     client.on('end', onLost);
-    client.on('notification', (message) => this.deliver(message.payload));
+    client.on('notification', (message) =>
+      message.channel === JOBS_CHANNEL ? this.deliverJobs(message.payload) : this.deliver(message.payload),
+    );
     try {
       await client.connect();
       const { rows } = await client.query<{ schema: string }>('select current_schema() as schema');
       this.schema = rows[0]?.schema ?? '';
       await client.query(`LISTEN ${CHANGES_CHANNEL}`);
+      await client.query(`LISTEN ${JOBS_CHANNEL}`);
       if (lost || this.closed) return;
       // Whatever changed before LISTEN took effect was never notified: start from nothing.
       this.setLive(true);
@@ -120,10 +136,17 @@ export class ChangeFeed implements Changes {
     for (const listener of this.listeners) listener(kind, accountId);
   }
 
+  private deliverJobs(payload: string | undefined): void {
+    if (payload !== this.schema) return;
+    for (const listener of this.jobsListeners) listener();
+  }
+
   private setLive(live: boolean): void {
     if (live === this.live) return;
     this.live = live;
     for (const listener of this.resetListeners) listener();
+    // Notifications may have been missed while the connection was down: look for due jobs.
+    if (live) for (const listener of this.jobsListeners) listener();
   }
 }
 

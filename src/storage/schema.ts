@@ -30,6 +30,10 @@ export interface Database {
   points_products: PointsProductsTable;
   points_purchases: PointsPurchasesTable;
   reward_fulfillments: RewardFulfillmentsTable;
+  events: EventsTable;
+  webhook_endpoints: WebhookEndpointsTable;
+  webhook_attempts: WebhookAttemptsTable;
+  jobs: JobsTable;
 }
 
 export interface AccountsTable {
@@ -364,6 +368,74 @@ export interface RewardFulfillmentsTable {
   updated_at: number;
 }
 
+export interface EventsTable {
+  id: Generated<number>;
+  /** `evt_` and random base62: the id integrators see. */
+  public_id: string;
+  account_id: number;
+  type: string;
+  /** The event's `data`, JSON text. */
+  data: string;
+  created_at: number;
+}
+
+export interface WebhookEndpointsTable {
+  id: Generated<number>;
+  account_id: number;
+  /** The app grant that made it; null when made with an API key or in the console. */
+  grant_id: number | null;
+  url: string;
+  description: Generated<string>;
+  /** JSON array as given: types, or `["*"]`. */
+  enabled_events: string;
+  /** What the fan-out matches: `*`, or ` type type … ` (a space around each type). */
+  event_types: string;
+  status: 'enabled' | 'disabled';
+  /** The signing secret, sealed (see webhooks/secrets.ts). */
+  secret: string;
+  previous_secret: string | null;
+  previous_secret_expires_at: number | null;
+  /** When its attempts began failing with no success since; null when the last one succeeded. */
+  failing_since: number | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface WebhookAttemptsTable {
+  id: Generated<number>;
+  account_id: number;
+  webhook_endpoint_id: number;
+  event_id: number;
+  attempt: number;
+  status_code: number | null;
+  error: string | null;
+  duration_ms: number;
+  response_body: string;
+  created_at: number;
+}
+
+export interface JobsTable {
+  id: Generated<number>;
+  queue: string;
+  account_id: number | null;
+  group_key: string | null;
+  subject_id: number | null;
+  /** JSON object. */
+  payload: Generated<string>;
+  unique_key: string | null;
+  /** Due at or after this time; while claimed, the end of the claim's lease. */
+  run_at: number;
+  /** Claims so far (the attempt under way is this number). */
+  attempts: Generated<number>;
+  /** Who holds the claim; null when unclaimed. */
+  lease_owner: string | null;
+  created_at: number;
+}
+
+export type EventRow = Selectable<EventsTable>;
+export type WebhookEndpointRow = Selectable<WebhookEndpointsTable>;
+export type WebhookAttemptRow = Selectable<WebhookAttemptsTable>;
+export type JobRow = Selectable<JobsTable>;
 export type AccountRow = Selectable<AccountsTable>;
 export type ApiKeyRow = Selectable<ApiKeysTable>;
 export type AppRow = Selectable<AppsTable>;

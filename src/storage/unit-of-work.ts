@@ -8,14 +8,22 @@ import type { Database } from './schema.js';
  * or at least its `trx`: a `Transaction<Database>`, which a plain `Kysely<Database>` is not, so a
  * call outside a transaction does not compile.
  *
- * This is where the outbox attaches (the events issue): the events a change causes are written
- * through this context, in `trx`, so they commit or roll back with the change.
+ * The outbox rides on it: the events a change causes are written in `trx` (EventsService.record),
+ * so they commit or roll back with the change, and `afterCommit` wakes the job runner once they
+ * are there to be delivered.
  */
 export interface Work {
   /** The transaction: every statement of the work runs on it. */
   readonly trx: Transaction<Database>;
   /** The clock's time for the work: what its rows record as created or updated. */
   readonly now: number;
+  /**
+   * Runs `callback` after the work has returned, still inside its transaction (in the order they
+   * were added): the outbox writes the events the work recorded here, in one statement.
+   */
+  beforeCommit(callback: () => Promise<void>): void;
+  /** Calls `callback` once the transaction has committed (never when it rolls back). */
+  afterCommit(callback: () => void): void;
 }
 
 /**
@@ -32,7 +40,21 @@ export class UnitOfWork {
    * Runs `work` in one transaction: committed when it returns, rolled back when it throws.
    * `now` is the clock's time unless the caller fixed it before (a retry keeps its first time).
    */
-  run<T>(work: (w: Work) => Promise<T>, now: number = this.clock.now()): Promise<T> {
-    return this.db.transaction().execute((trx) => work({ trx, now }));
+  async run<T>(work: (w: Work) => Promise<T>, now: number = this.clock.now()): Promise<T> {
+    const committed: (() => void)[] = [];
+    const result = await this.db.transaction().execute(async (trx) => {
+      const finishing: (() => Promise<void>)[] = [];
+      const value = await work({
+        trx,
+        now,
+        beforeCommit: (callback) => void finishing.push(callback),
+        afterCommit: (callback) => void committed.push(callback),
+      });
+      // A callback may add another (for instance an event recorded while finishing): all run.
+      for (let i = 0; i < finishing.length; i++) await finishing[i]!();
+      return value;
+    });
+    for (const callback of committed) callback();
+    return result;
   }
 }

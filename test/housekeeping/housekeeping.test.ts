@@ -51,7 +51,7 @@ describe('housekeeping on a real database', () => {
   });
 });
 
-describe('the timer', () => {
+describe('the chores as a job', () => {
   const chore = (name: string, run: () => Promise<number>): Chore => ({ name, run });
 
   it('logs a failing chore and still runs the others', async () => {
@@ -65,27 +65,16 @@ describe('the timer', () => {
     expect(warnings).toMatchObject([{ chore: 'broken', msg: expect.stringContaining('failed') }]);
   });
 
-  it('runs a pass at start and every interval, one at a time, and stop waits for the pass under way', async () => {
+  it('is a recurring job: one pass per run, the next due an interval later', async () => {
     let passes = 0;
-    let inFlight = 0;
-    let overlapped = false;
-    const slow = chore('slow', async () => {
-      overlapped ||= inFlight > 0;
-      inFlight++;
-      await new Promise((resolve) => setTimeout(resolve, 15));
-      inFlight--;
-      passes++;
-      return 0;
-    });
-    const housekeeping = new Housekeeping([slow], silent, 5);
-    housekeeping.start();
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    await housekeeping.stop();
-    const atStop = passes;
-    expect(atStop).toBeGreaterThanOrEqual(2);
-    expect(inFlight).toBe(0);
-    expect(overlapped).toBe(false);
-    await new Promise((resolve) => setTimeout(resolve, 30));
-    expect(passes).toBe(atStop);
+    let now = 1_000;
+    const job = new Housekeeping([chore('count', async () => ++passes)], silent).job({ now: () => now }, 300);
+    expect(job.schedule?.key).toBe('housekeeping');
+    const outcome = await job.run({} as never);
+    expect(passes).toBe(1);
+    expect(outcome).toEqual({ retryAt: 1_300 });
+    now = 5_000;
+    expect(await job.run({} as never)).toEqual({ retryAt: 5_300 });
+    expect(passes).toBe(2);
   });
 });

@@ -12,6 +12,7 @@ import * as sessionIdle from './2026-11-24T0200-session-idle.js';
 import * as activityTypeNames from './2026-11-25T0000-activity-type-names.js';
 import * as consoleKeysAndStaff from './2026-11-25T0100-console-keys-and-staff.js';
 import * as signInDelays from './2026-11-25T1200-sign-in-delays.js';
+import * as eventsWebhooksJobs from './2026-11-25T2000-events-webhooks-jobs.js';
 
 /** Every migration, by name; names sort in the order they run. */
 export const migrations: Record<string, Migration> = {
@@ -28,4 +29,5 @@ export const migrations: Record<string, Migration> = {
   '2026-11-25T0000-activity-type-names': activityTypeNames,
   '2026-11-25T0100-console-keys-and-staff': consoleKeysAndStaff,
   '2026-11-25T1200-sign-in-delays': signInDelays,
+  '2026-11-25T2000-events-webhooks-jobs': eventsWebhooksJobs,
 };

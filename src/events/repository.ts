@@ -1,0 +1,44 @@
+import type { Kysely, Transaction } from 'kysely';
+import type { Database, EventRow } from '../storage/schema.js';
+
+/** A new event's row. */
+export interface NewEventRow {
+  public_id: string;
+  account_id: number;
+  type: string;
+  data: string;
+  created_at: number;
+}
+
+/** Inserts the events in their order (ids ascending in it); answers each one's id. */
+export async function insertEvents(
+  trx: Transaction<Database>,
+  rows: readonly NewEventRow[],
+): Promise<{ id: number; public_id: string; type: string }[]> {
+  return trx.insertInto('events').values(rows).returning(['id', 'public_id', 'type']).execute();
+}
+
+/** The account's event by its public id. */
+export async function findEvent(db: Kysely<Database>, accountId: number, publicId: string): Promise<EventRow | undefined> {
+  return db
+    .selectFrom('events')
+    .selectAll()
+    .where('public_id', '=', publicId)
+    .where('account_id', '=', accountId)
+    .executeTakeFirst();
+}
+
+/** An event by its internal id (a delivery's subject). */
+export async function findEventById(db: Kysely<Database>, id: number): Promise<EventRow | undefined> {
+  return db.selectFrom('events').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+/**
+ * Deletes up to `batch` events created before `before`, oldest first (their delivery log goes
+ * with them, by the foreign key); answers how many went. One short statement per call.
+ */
+export async function deleteEventsBefore(trx: Transaction<Database>, before: number, batch: number): Promise<number> {
+  const oldest = trx.selectFrom('events').select('id').where('created_at', '<', before).orderBy('created_at').limit(batch);
+  const result = await trx.deleteFrom('events').where('id', 'in', oldest).executeTakeFirst();
+  return Number(result.numDeletedRows);
+}

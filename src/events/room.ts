@@ -1,0 +1,16 @@
+import { defineRoom } from '../room.js';
+import { EventsService } from './service.js';
+
+declare module '../services.js' {
+  interface Services {
+    events: EventsService;
+  }
+}
+
+/** What happened: the outbox every change writes its events to, and the feed that reads them. */
+export const eventsRoom = defineRoom({
+  name: 'events',
+  service: ({ db, uow, clock, events, services }) =>
+    new EventsService(db.kysely, uow, clock, events.retentionDays, () => services.webhooks),
+  jobs: (services) => [services.events.retentionJob()],
+});

@@ -1,0 +1,165 @@
+import { type Kysely, PostgresAdapter, sql, type Transaction } from 'kysely';
+import type { Database, JobRow } from '../storage/schema.js';
+
+/** A job's run_at while it waits for something outside the runner (a disabled endpoint): never due. */
+export const PARKED_AT = 8_640_000_000_000_000;
+
+/** One row for the jobs table. */
+export interface NewJobRow {
+  queue: string;
+  account_id: number | null;
+  group_key: string | null;
+  subject_id: number | null;
+  payload: string;
+  unique_key: string | null;
+  run_at: number;
+  created_at: number;
+}
+
+const isPostgres = (db: Kysely<Database>) => db.getExecutor().adapter instanceof PostgresAdapter;
+
+/** Inserts jobs, in one statement. */
+export async function insertJobs(trx: Transaction<Database>, jobs: readonly NewJobRow[]): Promise<void> {
+  if (jobs.length > 0) await trx.insertInto('jobs').values(jobs).execute();
+}
+
+/** Inserts the job unless one with its unique_key exists; true when inserted. */
+export async function insertJobOnce(db: Kysely<Database>, job: NewJobRow & { unique_key: string }): Promise<boolean> {
+  const result = await db
+    .insertInto('jobs')
+    .values(job)
+    .onConflict((oc) => oc.column('unique_key').doNothing())
+    .executeTakeFirst();
+  return Number(result.numInsertedOrUpdatedRows ?? 0) > 0;
+}
+
+/**
+ * The ids of up to `limit` due jobs of `queues`, oldest due first, leaving out those whose group
+ * already has `perGroup` jobs in flight (claimed, lease running) or would have with these.
+ * Only the first `scan` due rows are looked at, so a backlog costs the same as a short queue.
+ */
+export async function findClaimable(
+  trx: Transaction<Database>,
+  options: { queues: readonly string[]; now: number; limit: number; perGroup: number; scan: number },
+): Promise<number[]> {
+  const { queues, now, limit, perGroup, scan } = options;
+  const rows = await sql<{ id: number }>`
+    select due.id from (
+      select first.id, first.run_at, first.group_key,
+        row_number() over (partition by coalesce(first.group_key, 'job:' || first.id) order by first.run_at, first.id) as position
+      from (
+        select id, run_at, group_key from jobs
+        where run_at <= ${now} and queue in (${sql.join(queues)})
+        order by run_at, id
+        limit ${scan}
+      ) first
+    ) due
+    where due.group_key is null or due.position <= ${perGroup} - (
+      select count(*) from jobs busy
+      where busy.group_key = due.group_key and busy.lease_owner is not null and busy.run_at > ${now}
+    )
+    order by due.run_at, due.id
+    limit ${limit}`.execute(trx);
+  return rows.rows.map((row) => Number(row.id));
+}
+
+/**
+ * Claims the jobs of `ids` that are still due (on PostgreSQL skipping rows another claimer has
+ * locked): each gets `owner`, run_at at the lease's end and one more attempt.
+ */
+export async function claimJobs(
+  trx: Transaction<Database>,
+  ids: readonly number[],
+  claim: { owner: string; now: number; leaseUntil: number },
+): Promise<JobRow[]> {
+  if (ids.length === 0) return [];
+  const still = trx
+    .selectFrom('jobs')
+    .select('id')
+    .where('id', 'in', ids)
+    .where('run_at', '<=', claim.now)
+    .$if(isPostgres(trx), (query) => query.forUpdate().skipLocked());
+  return trx
+    .updateTable('jobs')
+    .set((eb) => ({ lease_owner: claim.owner, run_at: claim.leaseUntil, attempts: eb('attempts', '+', 1) }))
+    .where('id', 'in', still)
+    .returningAll()
+    .execute();
+}
+
+/** Deletes a finished job if `owner` still holds it; true when it did. */
+export async function deleteClaimedJob(trx: Transaction<Database>, id: number, owner: string): Promise<boolean> {
+  const result = await trx.deleteFrom('jobs').where('id', '=', id).where('lease_owner', '=', owner).executeTakeFirst();
+  return Number(result.numDeletedRows) > 0;
+}
+
+/** Puts a job back to run at `runAt` if `owner` still holds it; true when it did. */
+export async function rescheduleClaimedJob(
+  trx: Transaction<Database>,
+  id: number,
+  owner: string,
+  runAt: number,
+  options: { undoAttempt?: boolean } = {},
+): Promise<boolean> {
+  const result = await trx
+    .updateTable('jobs')
+    .set((eb) => ({
+      run_at: runAt,
+      lease_owner: null,
+      ...(options.undoAttempt ? { attempts: eb('attempts', '-', 1) } : {}),
+    }))
+    .where('id', '=', id)
+    .where('lease_owner', '=', owner)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
+}
+
+/** When the next job of `queues` is due (or a lease ends); null when there is none. */
+export async function findNextDue(db: Kysely<Database>, queues: readonly string[]): Promise<number | null> {
+  const row = await db
+    .selectFrom('jobs')
+    .select((eb) => eb.fn.min('run_at').as('next'))
+    .where('queue', 'in', queues)
+    .where('run_at', '<', PARKED_AT)
+    .executeTakeFirst();
+  return row?.next === null || row?.next === undefined ? null : Number(row.next);
+}
+
+/** Makes a group's unclaimed jobs due now (a re-enabled endpoint), or parks them. */
+export async function moveGroup(trx: Transaction<Database>, groupKey: string, runAt: number): Promise<number> {
+  const result = await trx
+    .updateTable('jobs')
+    .set({ run_at: runAt })
+    .where('group_key', '=', groupKey)
+    .where('lease_owner', 'is', null)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows);
+}
+
+/** Deletes every job of a group (a deleted endpoint's deliveries). */
+export async function deleteGroup(trx: Transaction<Database>, groupKey: string): Promise<number> {
+  const result = await trx.deleteFrom('jobs').where('group_key', '=', groupKey).executeTakeFirst();
+  return Number(result.numDeletedRows);
+}
+
+/** Jobs of a queue waiting (parked ones left out), and when the oldest was created. */
+export async function findQueueBacklog(
+  db: Kysely<Database>,
+  queue: string,
+): Promise<{ pending: number; oldestCreatedAt: number | null }> {
+  const row = await db
+    .selectFrom('jobs')
+    .select((eb) => [eb.fn.countAll<number>().as('pending'), eb.fn.min('created_at').as('oldest')])
+    .where('queue', '=', queue)
+    .where('run_at', '<', PARKED_AT)
+    .executeTakeFirst();
+  return {
+    pending: Number(row?.pending ?? 0),
+    oldestCreatedAt: row?.oldest === null || row?.oldest === undefined ? null : Number(row.oldest),
+  };
+}
+
+/** A recurring job's row, by its key (for the metrics and the console: when it runs next). */
+export async function findJobByKey(db: Kysely<Database>, uniqueKey: string): Promise<JobRow | undefined> {
+  return db.selectFrom('jobs').selectAll().where('unique_key', '=', uniqueKey).executeTakeFirst();
+}

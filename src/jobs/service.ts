@@ -1,0 +1,186 @@
+import { type Kysely, sql } from 'kysely';
+import type { Clock } from '../clock.js';
+import { JOBS_CHANNEL } from '../storage/change-feed.js';
+import type { Db } from '../storage/db.js';
+import type { Database, JobRow } from '../storage/schema.js';
+import type { Work } from '../storage/unit-of-work.js';
+import {
+  deleteGroup,
+  findJobByKey,
+  findQueueBacklog,
+  insertJobs,
+  insertJobOnce,
+  moveGroup,
+  PARKED_AT,
+} from './repository.js';
+
+
+/** A job to add. */
+export interface NewJob {
+  readonly queue: string;
+  readonly accountId?: number | null;
+  /** Jobs of one group have at most a few in flight at once (one webhook endpoint's deliveries). */
+  readonly groupKey?: string | null;
+  /** What the job is about (a delivery: the event's id). */
+  readonly subjectId?: number | null;
+  readonly payload?: object;
+  /** Due from this time; now when absent. */
+  readonly runAt?: number;
+}
+
+/** A job claimed by this process: run it before its lease ends. */
+export interface ClaimedJob {
+  readonly id: number;
+  readonly queue: string;
+  readonly accountId: number | null;
+  readonly groupKey: string | null;
+  readonly subjectId: number | null;
+  readonly payload: Record<string, unknown>;
+  /** This attempt's number, from 1. */
+  readonly attempt: number;
+  readonly createdAt: number;
+  /** When the lease ends: past it another process may claim the job again. */
+  readonly leaseUntil: number;
+}
+
+/**
+ * What became of a job: `done` deletes it, `retryAt` makes it due again then. `record` runs in
+ * the transaction that does so, only while this process still holds the job (its lease did not
+ * run out): the delivery log's row of an attempt, for instance.
+ */
+export type JobOutcome =
+  | { readonly done: true; readonly record?: (w: Work) => Promise<void> }
+  | { readonly retryAt: number; readonly record?: (w: Work) => Promise<void> };
+
+/** The work of one queue. */
+export interface JobHandler {
+  readonly queue: string;
+  /**
+   * A recurring job: one row under this key, made when missing as a runner starts (due at once),
+   * never deleted: each run says when the next is (`retryAt`).
+   */
+  readonly schedule?: { readonly key: string };
+  /** Runs one job, outside any transaction. A throw is a failed attempt, retried after a pause. */
+  run(job: ClaimedJob): Promise<JobOutcome>;
+}
+
+/** Reads a claimed row. */
+export function toClaimedJob(row: JobRow): ClaimedJob {
+  let payload: Record<string, unknown> = {};
+  try {
+    payload = JSON.parse(row.payload) as Record<string, unknown>;
+  } catch {
+    // A payload is only ever written by this code as JSON; anything else is read as empty.
+  }
+  return {
+    id: Number(row.id),
+    queue: row.queue,
+    accountId: row.account_id === null ? null : Number(row.account_id),
+    groupKey: row.group_key,
+    subjectId: row.subject_id === null ? null : Number(row.subject_id),
+    payload,
+    attempt: Number(row.attempts),
+    createdAt: Number(row.created_at),
+    leaseUntil: Number(row.run_at),
+  };
+}
+
+/**
+ * Jobs: work that runs later or on a schedule, kept in the database so that any process of any
+ * node may run it (the JobRunner claims it with a lease). Services add jobs in the unit of work of
+ * the change that causes them; the runner of this process is woken when it commits.
+ */
+export class JobsService {
+  private readonly wakeListeners = new Set<() => void>();
+
+  constructor(
+    private readonly db: Db,
+    private readonly clock: Clock,
+  ) {}
+
+  /** Adds jobs in the work's transaction; the runners are woken once it commits. */
+  async enqueue(w: Work, jobs: readonly NewJob[]): Promise<void> {
+    if (jobs.length === 0) return;
+    await insertJobs(
+      w.trx,
+      jobs.map((job) => ({
+        queue: job.queue,
+        account_id: job.accountId ?? null,
+        group_key: job.groupKey ?? null,
+        subject_id: job.subjectId ?? null,
+        payload: JSON.stringify(job.payload ?? {}),
+        unique_key: null,
+        run_at: job.runAt ?? w.now,
+        created_at: w.now,
+      })),
+    );
+    w.afterCommit(() => this.wake());
+  }
+
+  /** Adds the recurring job `key` of `queue` unless it exists, due at `runAt` (now when absent). */
+  async ensureScheduled(queue: string, key: string, runAt: number = this.clock.now()): Promise<boolean> {
+    return insertJobOnce(this.kysely, {
+      queue,
+      account_id: null,
+      group_key: null,
+      subject_id: null,
+      payload: '{}',
+      unique_key: key,
+      run_at: runAt,
+      created_at: this.clock.now(),
+    });
+  }
+
+  /** The recurring job `key`, if it exists (when it runs next, how many times it ran). */
+  async scheduled(key: string): Promise<ClaimedJob | undefined> {
+    const row = await findJobByKey(this.kysely, key);
+    return row && toClaimedJob(row);
+  }
+
+  /** Makes a group's waiting jobs due now (an endpoint enabled again); answers how many. */
+  resumeGroup(w: Work, groupKey: string): Promise<number> {
+    w.afterCommit(() => this.wake());
+    return moveGroup(w.trx, groupKey, w.now);
+  }
+
+  /** Stops a group's waiting jobs until resumed (a disabled endpoint); answers how many. */
+  parkGroup(w: Work, groupKey: string): Promise<number> {
+    return moveGroup(w.trx, groupKey, PARKED_AT);
+  }
+
+  /** Deletes a group's jobs (a deleted endpoint's deliveries); answers how many. */
+  dropGroup(w: Work, groupKey: string): Promise<number> {
+    return deleteGroup(w.trx, groupKey);
+  }
+
+  /** How many jobs of `queue` wait (parked ones aside), and the age of the oldest, in ms. */
+  async backlog(queue: string): Promise<{ pending: number; oldestAgeMs: number | null }> {
+    const { pending, oldestCreatedAt } = await findQueueBacklog(this.kysely, queue);
+    return { pending, oldestAgeMs: oldestCreatedAt === null ? null : Math.max(0, this.clock.now() - oldestCreatedAt) };
+  }
+
+  /** Calls `listener` whenever this process commits new jobs; returns how to stop. */
+  onWake(listener: () => void): () => void {
+    this.wakeListeners.add(listener);
+    return () => this.wakeListeners.delete(listener);
+  }
+
+  /**
+   * Tells the runners that jobs were committed: this process's at once. A process that runs none
+   * (the `loyalty` command) tells the servers instead: on PostgreSQL by NOTIFY; on SQLite the
+   * servers see the file change (JobRunner watches `PRAGMA data_version`).
+   */
+  wake(): void {
+    if (this.wakeListeners.size > 0) {
+      for (const listener of this.wakeListeners) listener();
+    } else if (this.db.dialect === 'postgres') {
+      sql`select pg_notify(${JOBS_CHANNEL}, current_schema())`.execute(this.kysely).catch(() => {
+        // The servers' slow poll finds the jobs anyway.
+      });
+    }
+  }
+
+  private get kysely(): Kysely<Database> {
+    return this.db.kysely;
+  }
+}
