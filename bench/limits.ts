@@ -44,10 +44,10 @@ async function benchEngine(engine: 'sqlite' | 'postgres'): Promise<EngineReport>
   log(`\n== ${engine}: seeding`);
   const { url, setup } = await prepare(engine, DATA, log);
   const captured = await captureWrites(url, setup);
-  const { reads, writes } = await serviceFigures(engine, url, setup);
+  const { reads, writes, withEndpoint, deliveries } = await serviceFigures(engine, url, setup);
   const writeCeilingRows = await writeCeilings(engine, url, captured);
   const writeFloors = engine === 'postgres' ? await nodeFloors(url, setup, captured) : [];
-  return { engine, reads, writes, writeCeilings: writeCeilingRows, writeFloors };
+  return { engine, reads, writes, writeCeilings: writeCeilingRows, writeFloors, withEndpoint, deliveries };
 }
 
 async function main(): Promise<void> {

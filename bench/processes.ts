@@ -95,10 +95,15 @@ export async function stopChild(child: ChildProcess): Promise<void> {
 
 /**
  * Starts the built service (`dist/server.js`) on a free port with `workers` processes, rate
- * limiting off and no log line per request; `nodeOptions` go to Node (`--cpu-prof`, …).
+ * limiting off and no log line per request; `nodeOptions` go to Node (`--cpu-prof`, …), `env` adds settings.
  * Resolves once every worker runs and the port answers.
  */
-export async function startService(databaseUrl: string, workers: number, nodeOptions: string[] = []): Promise<Server> {
+export async function startService(
+  databaseUrl: string,
+  workers: number,
+  nodeOptions: string[] = [],
+  env: Record<string, string> = {},
+): Promise<Server> {
   const port = await freePort();
   const child = spawn(process.execPath, [...nodeOptions, 'dist/server.js'], {
     cwd: ROOT,
@@ -111,6 +116,7 @@ export async function startService(databaseUrl: string, workers: number, nodeOpt
       // The same level as the ceiling: no line per request (see docs/scenarios.md).
       LOG_LEVEL: 'warn',
       PORT: String(port),
+      ...env,
     },
     stdio: ['ignore', 'inherit', 'inherit'],
   });

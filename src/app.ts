@@ -25,6 +25,7 @@ import type { JobRunner } from './jobs/runner.js';
 import { rooms } from './rooms.js';
 import { createServices, type Services } from './services.js';
 import { type Db, isReachable } from './storage/db.js';
+import { registerWebhookMetrics } from './webhooks/metrics.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -103,6 +104,14 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   (app.server as { httpAllowHalfOpen?: boolean }).httpAllowHalfOpen = true;
   const metrics = registerMetrics(app, config, db.sqlite?.stats);
   registerJobMetrics(metrics.registry, () => app.jobRunner);
+  registerWebhookMetrics(metrics.registry, {
+    jobs: services.jobs,
+    db: db.kysely,
+    // Attempts are made by this process's runner: none without one (tests, the CLI).
+    deliverer: () => (app.jobRunner ? services.webhooks.deliverer : null),
+  });
+  // The deliveries' kept-alive sockets go with the app.
+  app.addHook('onClose', async () => services.webhooks.deliverer.close());
   registerValidators(app);
   registerStrictInput(app);
   registerErrorHandling(app, { onDatabaseError: metrics.databaseError });

@@ -41,6 +41,11 @@ export interface Config {
   readonly metricsPort: number | null;
   /** Bearer token `/metrics` requires; null: none. */
   readonly metricsToken: string | null;
+  /**
+   * How long a claimed background job is held before another process may take it over (a crashed
+   * process's jobs wait this long); longer than any job runs (a webhook attempt: 10 s).
+   */
+  readonly jobLeaseSeconds: number;
   /** Events and their webhooks (EVENT_RETENTION_DAYS, WEBHOOK_RETRY_SCHEDULE, WEBHOOK_ALLOW_PRIVATE_NETWORKS). */
   readonly events: EventSettings;
 }
@@ -151,6 +156,7 @@ export function loadConfig(env: Env = process.env, options: { listening?: boolea
         `\`openssl rand -hex 32\`), got ${metricsToken.length} characters`,
     );
   }
+  const jobLeaseSeconds = integer('JOB_LEASE_SECONDS', 30, 15, 3600);
   const retentionDays = integer('EVENT_RETENTION_DAYS', DEFAULT_EVENT_SETTINGS.retentionDays, 1, 3650);
   const webhookRetrySchedule = parseRetrySchedule(read('WEBHOOK_RETRY_SCHEDULE'), problems);
   const allowPrivate = (read('WEBHOOK_ALLOW_PRIVATE_NETWORKS') ?? 'false').toLowerCase();
@@ -194,6 +200,7 @@ export function loadConfig(env: Env = process.env, options: { listening?: boolea
     publicUrl,
     metricsPort,
     metricsToken,
+    jobLeaseSeconds,
     events: Object.freeze({
       retentionDays,
       webhookRetrySchedule,

@@ -4,8 +4,8 @@ import type { AddressInfo } from 'node:net';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { buildApp } from './app.js';
-import { type Config, ConfigError, loadConfig, localBaseUrl, redactUrl } from './config.js';
 import { systemClock } from './clock.js';
+import { type Config, ConfigError, loadConfig, localBaseUrl, redactUrl } from './config.js';
 import { choresOf, Housekeeping } from './housekeeping.js';
 import {
   answerClusterScrapes,
@@ -16,8 +16,8 @@ import {
 import { JobRunner } from './jobs/runner.js';
 import { jobHandlers } from './services.js';
 import { type Db, openDb } from './storage/db.js';
-import { UnitOfWork } from './storage/unit-of-work.js';
 import { migrateToLatest } from './storage/migrator.js';
+import { UnitOfWork } from './storage/unit-of-work.js';
 import { clusterWriteTurn, handOutWriteTurns } from './storage/write-turns.js';
 
 /** How long shutdown waits for requests in flight before exiting anyway. */
@@ -121,6 +121,7 @@ async function runServer(config: Config, options: { migrate: boolean }): Promise
     systemClock,
     [...jobHandlers(app.services), housekeeping.job(systemClock)],
     app.log,
+    { leaseMs: config.jobLeaseSeconds * 1000 },
   );
   app.jobRunner = runner;
 
@@ -148,6 +149,8 @@ async function runServer(config: Config, options: { migrate: boolean }): Promise
   };
   if (stopping) return stop('SIGTERM');
 
+  // The recurring jobs' rows, written (the first time) before the port opens, as the migrations are.
+  await runner.prepare();
   try {
     await app.listen({ host: config.host, port: config.port });
   } catch (error) {
@@ -162,7 +165,7 @@ async function runServer(config: Config, options: { migrate: boolean }): Promise
       metricsServer = await listenForMetrics(config, () => app.metricsRegistry.metrics(), https, app.log);
     }
   }
-  await runner.start();
+  runner.start();
   // The port actually bound (PORT=0 picks one), and the pages a newcomer opens first.
   const base = localBaseUrl(config, (app.server.address() as AddressInfo).port);
   app.log.info(

@@ -24,7 +24,46 @@ describe('loadConfig', () => {
       publicUrl: null,
       metricsPort: null,
       metricsToken: null,
+      jobLeaseSeconds: 30,
+      events: {
+        retentionDays: 30,
+        webhookRetrySchedule: [5, 300, 1800, 7200, 18_000, 36_000, 36_000],
+        webhookAllowPrivateNetworks: false,
+      },
     });
+  });
+
+  it('reads the events and webhooks settings, and names their mistakes', () => {
+    expect(
+      loadConfig({
+        EVENT_RETENTION_DAYS: '7',
+        WEBHOOK_RETRY_SCHEDULE: '1, 1,2',
+        WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
+        JOB_LEASE_SECONDS: '15',
+      }),
+    ).toMatchObject({
+      jobLeaseSeconds: 15,
+      events: { retentionDays: 7, webhookRetrySchedule: [1, 1, 2], webhookAllowPrivateNetworks: true },
+    });
+    const problems = (env: Record<string, string>) => {
+      try {
+        loadConfig(env);
+        return '';
+      } catch (error) {
+        return (error as ConfigError).problems.join('\n');
+      }
+    };
+    expect(problems({ WEBHOOK_RETRY_SCHEDULE: '1,soon' })).toMatch(
+      /WEBHOOK_RETRY_SCHEDULE must be up to 20 comma-separated whole seconds/,
+    );
+    expect(problems({ WEBHOOK_RETRY_SCHEDULE: Array(21).fill('1').join(',') })).toMatch(/WEBHOOK_RETRY_SCHEDULE/);
+    expect(problems({ WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'maybe' })).toMatch(
+      /WEBHOOK_ALLOW_PRIVATE_NETWORKS must be true or false/,
+    );
+    expect(problems({ EVENT_RETENTION_DAYS: '0' })).toMatch(
+      /EVENT_RETENTION_DAYS must be a whole number from 1 to 3650/,
+    );
+    expect(problems({ JOB_LEASE_SECONDS: '5' })).toMatch(/JOB_LEASE_SECONDS must be a whole number from 15 to 3600/);
   });
 
   it('reads the metrics listener and token, and names their mistakes', () => {

@@ -7,6 +7,7 @@ import { ROOT } from '../processes.js';
 import { FLOOR, type WriteCeiling } from './ceilings.js';
 import type { Row } from './measure.js';
 import { CONNECTIONS, DURATION, RUNS, WARMUP } from './settings.js';
+import { type DeliveryFigures, WITH_ENDPOINT } from './webhooks.js';
 
 /** What one engine measured. */
 export interface EngineReport {
@@ -16,6 +17,35 @@ export interface EngineReport {
   writeCeilings: WriteCeiling[];
   /** PostgreSQL: bench/floor.ts running each route's statements (see there). */
   writeFloors: Row[];
+  /** The write routes again with one webhook endpoint subscribed to every event (bench/limits/webhooks.ts). */
+  withEndpoint: Row[];
+  deliveries: DeliveryFigures[];
+}
+
+/** The events contract's bar: writes with one endpoint at this share of their throughput without. */
+const WEBHOOK_TARGET = 0.85;
+
+/** The write routes with one webhook endpoint, against themselves without one, and the deliveries meanwhile. */
+function webhookTable(engine: EngineReport, fixed: (value: number, digits?: number) => string): string[] {
+  if (engine.withEndpoint.length === 0) return [];
+  return [
+    '### Writes with one webhook endpoint (issue 29)',
+    '',
+    'Each write route again, on the same server, after an endpoint subscribed to every event was added, pointing at a ' +
+      'receiver in the benchmark process that answers 204 at once (it shares the cores). Deliveries per second are ' +
+      'the receiver’s over the warm-up and the runs; the oldest pending delivery’s age and the backlog are sampled every ' +
+      'second from the jobs table; “drained” is how long the backlog took to empty once the load stopped.',
+    '',
+    '| scenario | without req/s | with req/s | ratio | target | deliveries/s | oldest pending, max s | pending first → last | drained in s |',
+    '|---|---:|---:|---:|---|---:|---:|---:|---:|',
+    ...engine.withEndpoint.map((row) => {
+      const scenario = row.name.slice(0, -WITH_ENDPOINT.length);
+      const without = engine.writes.find((w) => w.name === scenario)?.rps ?? 0;
+      const ratio = without > 0 ? row.rps / without : 0;
+      const d = engine.deliveries.find((x) => x.scenario === scenario);
+      return `| POST ${scenario} | ${fixed(without)} | ${fixed(row.rps)} | ${fixed(ratio, 2)} | ${met(ratio >= WEBHOOK_TARGET)} ≥ ${WEBHOOK_TARGET} | ${fixed(d?.perSecond ?? 0)} | ${fixed(d?.oldestMaxS ?? 0, 1)} | ${d?.pendingFirst ?? 0} → ${d?.pendingLast ?? 0} | ${d?.drainS === null || d?.drainS === undefined ? 'not in 120' : fixed(d.drainS, 1)} |`;
+    }),
+  ];
 }
 
 /** Issue 17's targets: throughput against the ceiling of the same run, and the write tail at 50 connections. */
@@ -102,6 +132,8 @@ export function renderLimitsReport(started: Date, engines: EngineReport[], ceili
       );
     }
     out.push('', readsNote);
+    const hooks = webhookTable(engine, fixed);
+    if (hooks.length > 0) out.push('', ...hooks);
     if (engine.engine === 'postgres') {
       // Little's law at 50 clients: the ceiling's own latency says whether p99 ≤ 50 ms is within reach.
       const latencies = engine.writeCeilings
@@ -113,7 +145,7 @@ export function renderLimitsReport(started: Date, engines: EngineReport[], ceili
       );
       if (engine.writeFloors.length > 0) out.push('', ...floorTable(engine, fixed));
     }
-    const failures = [...engine.reads, ...engine.writes].filter((row) => row.failures > 0);
+    const failures = [...engine.reads, ...engine.writes, ...engine.withEndpoint].filter((row) => row.failures > 0);
     if (failures.length > 0)
       out.push('', `Failures (errors or non-2xx): ${failures.map((r) => `${r.name} ${r.failures}`).join('; ')}.`);
   }

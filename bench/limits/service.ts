@@ -6,6 +6,7 @@ import { startService } from '../processes.js';
 import { type Setup, writeScenarios } from '../write-scenarios.js';
 import { measure, present, type Row } from './measure.js';
 import { DATA, log, wanted } from './settings.js';
+import { type DeliveryFigures, writesWithEndpoint } from './webhooks.js';
 
 const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
 
@@ -17,12 +18,14 @@ export async function serviceFigures(
   engine: 'sqlite' | 'postgres',
   url: string,
   setup: Setup,
-): Promise<{ reads: Row[]; writes: Row[] }> {
+): Promise<{ reads: Row[]; writes: Row[]; withEndpoint: Row[]; deliveries: DeliveryFigures[] }> {
   const database = engine === 'postgres';
   const reads: Row[] = [];
   const writes: Row[] = [];
+  let hooked: { rows: Row[]; deliveries: DeliveryFigures[] } = { rows: [], deliveries: [] };
 
-  const server = await startService(url, 1);
+  // Receivers on this machine are private addresses: allowed for the webhook figures.
+  const server = await startService(url, 1, [], { WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' });
   try {
     const first = await fetch(`${server.url}/v1/earning_rules?limit=50`, { headers: bearer(setup.account.apiKey) });
     const page = await first.text();
@@ -72,6 +75,8 @@ export async function serviceFigures(
         ]),
       );
     }
+    // Last on this server: the endpoint, once added, receives every later write's events.
+    hooked = await writesWithEndpoint(server, url, setup, database);
   } finally {
     await server.stop();
   }
@@ -99,5 +104,5 @@ export async function serviceFigures(
       await two.stop();
     }
   }
-  return { reads, writes };
+  return { reads, writes, withEndpoint: hooked.rows, deliveries: hooked.deliveries };
 }

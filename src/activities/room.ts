@@ -21,5 +21,6 @@ export const activitiesRoom = defineRoom({
       services.earningRules,
       services.customers,
       services.pointsTransactions,
+      services.events,
     ),
 });

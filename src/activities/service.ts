@@ -6,6 +6,7 @@ import { CustomerNotVisible, type CustomersService, type LockedCustomer } from '
 import { type EarningRule, MAX_POINTS_PER_CREDIT } from '../earning-rules/schemas.js';
 import type { EarningRulesService } from '../earning-rules/service.js';
 import { DomainError, invalidParameter } from '../errors.js';
+import type { EventsService } from '../events/service.js';
 import type { PointsTransaction } from '../points-transactions/schemas.js';
 import type { PointsTransactionsService } from '../points-transactions/service.js';
 import { checkProperties } from '../properties.js';
@@ -31,7 +32,10 @@ const MAX_ATTEMPTS = 3;
 
 /**
  * Activities: what an app reports a customer did, evaluated against the account's earning rules
- * bound to its token, in the same transaction (docs/engine.md).
+ * bound to its token, in the same transaction (docs/engine.md). Its events, in the order the
+ * changes happen: `customer.created` for a new email (and its placement's tier change), then per
+ * credit `points_transaction.created` (and `customer.vip_tier_changed` when it moved the customer),
+ * then `activity.created` with its credits.
  */
 export class ActivitiesService {
   constructor(
@@ -42,6 +46,7 @@ export class ActivitiesService {
     private readonly earningRules: EarningRulesService,
     private readonly customers: CustomersService,
     private readonly ledger: PointsTransactionsService,
+    private readonly events: EventsService,
   ) {}
 
   /**
@@ -112,7 +117,11 @@ export class ActivitiesService {
         credits.push(posted.transaction);
       }
     }
-    return { activity: toActivity(activity, type, credits), created: true };
+    // Last of the work's events: the activity as answered holds every credit. A replay never
+    // gets here (its work rolls back on Duplicate, or the idempotency layer does not run it).
+    const recorded = toActivity(activity, type, credits);
+    this.events.record(w, accountId, 'activity.created', { activity: recorded });
+    return { activity: recorded, created: true };
   }
 
   /** The customer the activity names, locked for this transaction; a new member for a new email. */

@@ -22,6 +22,7 @@ import pointsSettingsPages from './points-settings-pages.js';
 import referralSettingsPages from './referral-settings-pages.js';
 import { ADMIN_FILES, CONSOLE_CSP, SECTIONS } from './views.js';
 import vipTiersPages from './vip-tiers-pages.js';
+import webhooksPages from './webhooks-pages.js';
 
 export const ADMIN_COOKIE = 'loyalty_admin_session';
 /** Strict: a page of another site can neither send the console's forms nor open it signed in. */
@@ -239,6 +240,7 @@ const adminRoutes: FastifyPluginAsyncTypebox = async (app) => {
   await app.register(pointsProductsPages);
   await app.register(customerPages);
   await app.register(accessPages);
+  await app.register(webhooksPages);
 };
 
 function sendSignIn(

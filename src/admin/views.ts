@@ -45,6 +45,7 @@ export const SECTIONS = [
   { href: '/admin/referral-settings', label: 'Referral settings' },
   { href: '/admin/api-keys', label: 'API keys' },
   { href: '/admin/apps', label: 'Connected apps' },
+  { href: '/admin/webhooks', label: 'Webhooks' },
 ] as const;
 
 /** What every page is rendered with. */

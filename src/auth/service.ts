@@ -48,6 +48,11 @@ export interface Credential {
   accountId: number;
   /** The app, for access tokens. */
   appId: number | null;
+  /**
+   * The OAuth grant an access token descends from (what an app's webhook endpoints belong to);
+   * null for API keys and for tokens the CLI issued.
+   */
+  grantId: number | null;
   scopes: Scope[];
 }
 
@@ -342,6 +347,7 @@ export class AuthService {
       rateLimitKey: hash.slice(0, 32),
       accountId: row.account_id,
       appId: null,
+      grantId: null,
       scopes: decodeScopes(row.scopes),
     };
     // Not awaited: a read must not wait for a write (on SQLite, for another process's write lock).
@@ -382,6 +388,7 @@ export class AuthService {
         row.grant_id === null ? hash.slice(0, 32) : sha256Hex(`grant:${row.client_id}:${row.grant_id}`).slice(0, 32),
       accountId: row.account_id,
       appId: row.app_id,
+      grantId: row.grant_id === null ? null : Number(row.grant_id),
       scopes: decodeScopes(row.scopes),
     };
     // Read across a revocation of this process, it may be the row from before: served, not kept.

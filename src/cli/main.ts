@@ -15,6 +15,7 @@ import { registerMigrateCommand } from './commands/migrate.js';
 import { registerReferralSettingsCommands } from './commands/referral-settings.js';
 import { registerTokenCommands } from './commands/tokens.js';
 import { registerUserCommands } from './commands/users.js';
+import { registerWebhookCommands } from './commands/webhooks.js';
 
 /** The `loyalty` admin command: every subcommand calls the same services as the HTTP routes. */
 export function buildProgram(): Command {
@@ -39,6 +40,7 @@ export function buildProgram(): Command {
   registerPointsSettingsCommands(program);
   registerPointsProductCommands(program);
   registerUserCommands(program);
+  registerWebhookCommands(program);
   registerMigrateCommand(program);
   registerDemoCommand(program);
   return program;

@@ -35,9 +35,9 @@ export type NewCustomer = Pick<
 export async function insertCustomerIfAbsent(
   trx: Transaction<Database>,
   customer: NewCustomer,
-): Promise<CustomerSummary | undefined> {
+): Promise<StoredCustomer | undefined> {
   const [row] = await insertCustomerQuery(trx, customer);
-  return row && toSummary(row);
+  return row && toStoredCustomer(row);
 }
 
 const insertCustomerQuery = compiledQuery((db, v: NewCustomer) =>
@@ -194,7 +194,10 @@ export async function searchCustomersPage(
   return found.map(toStoredCustomer);
 }
 
-/** Sets a customer's state; the customer, or undefined when there is no customer with this id. */
+/**
+ * Sets a customer's state when it is another; the customer, or undefined when there is no
+ * customer with this id or it already has this state (nothing written then).
+ */
 export async function updateCustomerState(
   trx: Transaction<Database>,
   id: number,
@@ -205,6 +208,7 @@ export async function updateCustomerState(
     .updateTable('customers')
     .set({ state, updated_at: now })
     .where('id', '=', id)
+    .where('state', '<>', state)
     .returningAll()
     .executeTakeFirst();
   return row && toStoredCustomer(row);

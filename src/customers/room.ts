@@ -13,5 +13,5 @@ export const customersRoom = defineRoom({
   name: 'customers',
   routes,
   service: ({ clock, db, uow, services }) =>
-    new CustomersService(db.kysely, uow, clock, services.accounts, services.vipTiers),
+    new CustomersService(db.kysely, uow, clock, services.accounts, services.vipTiers, services.events),
 });

@@ -4,6 +4,7 @@ import type { Clock } from '../clock.js';
 import { isoTime } from '../common-schemas.js';
 import { normalizeEmail, trimEmail } from '../email.js';
 import { DomainError, invalidParameter, notFound } from '../errors.js';
+import type { EventsService } from '../events/service.js';
 import { Cursors, keysetPage, type PageMetadata } from '../pagination/keyset.js';
 import { DEFAULT_LIMIT } from '../pagination/schemas.js';
 import type { CustomerState, Database } from '../storage/schema.js';
@@ -60,15 +61,12 @@ export interface CustomerSearchPage {
 /** Thrown when a customer another transaction created cannot be seen yet: replay the transaction. */
 export class CustomerNotVisible extends Error {}
 
-/** A customer locked for the rest of a unit of work: what the ledger and its callers decide on. */
-export interface LockedCustomer {
-  readonly id: number;
-  readonly accountId: number;
-  readonly state: CustomerState;
-  readonly pointsBalance: number;
-  readonly pointsEarned: number;
-  readonly vipTierId: number | null;
-}
+/**
+ * A customer locked for the rest of a unit of work: what the ledger and its callers decide on,
+ * and all of the row, so that the events of the change show the customer after it without
+ * reading it again.
+ */
+export type LockedCustomer = StoredCustomer;
 
 /** An account's customers: one per normalised email. */
 export class CustomersService {
@@ -80,6 +78,7 @@ export class CustomersService {
     clock: Clock,
     private readonly accounts: AccountsService,
     private readonly vipTiers: VipTiersService,
+    private readonly events: EventsService,
   ) {
     this.cursors = new Cursors(db, clock);
   }
@@ -141,14 +140,22 @@ export class CustomersService {
     return toCustomer(customer, await this.vipTiers.list(accountId));
   }
 
-  /** Changes a customer's state (only members earn and spend); `404` for an unknown id. */
+  /**
+   * Changes a customer's state (only members earn and spend), with `customer.updated`; `404` for
+   * an unknown id. The state it already has changes nothing (no write, no event).
+   */
   async setState(id: number, state: string): Promise<Customer> {
     if (!(CUSTOMER_STATES as readonly string[]).includes(state)) {
       throw invalidParameter('state', `must be one of ${CUSTOMER_STATES.join(', ')}`);
     }
-    const customer = await this.uow.run((w) => updateCustomerState(w.trx, id, state as CustomerState, w.now));
-    if (!customer) throw notFound(`customer ${id} does not exist`);
-    return toCustomer(customer, await this.vipTiers.list(customer.accountId));
+    return this.uow.run(async (w) => {
+      const changed = await updateCustomerState(w.trx, id, state as CustomerState, w.now);
+      const customer = changed ?? (await findCustomerById(w.trx, id));
+      if (!customer) throw notFound(`customer ${id} does not exist`);
+      const shown = toCustomer(customer, await this.vipTiers.tiersIn(w, customer.accountId));
+      if (changed) this.events.record(w, customer.accountId, 'customer.updated', { customer: shown });
+      return shown;
+    });
   }
 
   /** A customer by id alone, as the API shows it (for the CLI); `404` for an unknown id. */
@@ -163,7 +170,8 @@ export class CustomersService {
     const customer = validate(CustomerInput, trimEmail(input), 'customer');
     await this.accounts.require(accountId);
     const created = await this.uow.run((w) => this.insertPlaced(w, accountId, customer));
-    if (created) return created;
+    if (created)
+      return { id: created.id, email: created.email, first_name: created.firstName, last_name: created.lastName };
     const existing = await findCustomerByEmail(this.db, accountId, normalizeEmail(customer.email));
     throw new DomainError('invalid_parameter', `a customer with this email already exists (id ${existing?.id})`, [
       { field: 'customer.email', message: `is already the email of customer ${existing?.id}` },
@@ -195,24 +203,31 @@ export class CustomersService {
    * The account's customer, locked until the work's transaction ends (on PostgreSQL `FOR UPDATE`,
    * which also reads the latest committed row); undefined for an id the account does not have.
    */
-  async lock(w: Work, accountId: number, customerId: number): Promise<LockedCustomer | undefined> {
-    const customer = await lockCustomer(w.trx, accountId, customerId);
-    return (
-      customer && {
-        id: customer.id,
-        accountId: customer.accountId,
-        state: customer.state,
-        pointsBalance: customer.pointsBalance,
-        pointsEarned: customer.pointsEarned,
-        vipTierId: customer.vipTierId,
-      }
-    );
+  lock(w: Work, accountId: number, customerId: number): Promise<LockedCustomer | undefined> {
+    return lockCustomer(w.trx, accountId, customerId);
   }
 
-  /** Inserts a new customer, placed in the VIP tier 0 points give (a tier at milestone 0), unless the email is taken. */
-  private async insertPlaced(w: Work, accountId: number, fields: CustomerFields): Promise<CustomerSummary | undefined> {
-    const created = await insertCustomerIfAbsent(w.trx, this.row(accountId, fields, w.now));
-    if (created) await this.vipTiers.place(w, created.id);
+  /**
+   * The customer as the API shows it, from a row the work already holds (the account's tiers
+   * read once per work): what the work's events carry.
+   */
+  async shownIn(w: Work, customer: StoredCustomer): Promise<Customer> {
+    return toCustomer(customer, await this.vipTiers.tiersIn(w, customer.accountId));
+  }
+
+  /**
+   * Inserts a new customer, placed in the VIP tier 0 points give (a tier at milestone 0), unless
+   * the email is taken; records `customer.created` (the customer placed), then the placement's
+   * `customer.vip_tier_changed` when it put them in a tier.
+   */
+  private async insertPlaced(w: Work, accountId: number, fields: CustomerFields): Promise<StoredCustomer | undefined> {
+    const inserted = await insertCustomerIfAbsent(w.trx, this.row(accountId, fields, w.now));
+    if (!inserted) return undefined;
+    const moved = await this.vipTiers.place(w, inserted);
+    // The placement sets updated_at to the work's time too, which the insert already wrote.
+    const created = moved ? { ...inserted, vipTierId: moved.vipTierId } : inserted;
+    this.events.record(w, accountId, 'customer.created', { customer: await this.shownIn(w, created) });
+    if (moved) this.vipTiers.announce(w, accountId, moved);
     return created;
   }
 

@@ -6,17 +6,38 @@ import type { Scope } from '../auth/scopes.js';
  * its own need the scope that makes that resource: only what can record activities sees them.
  */
 export const EVENT_TYPES = {
-  'customer.created': { scope: 'customer:read', description: 'A customer was made (create_or_update, an activity, the CLI, the console).' },
-  'customer.updated': { scope: 'customer:read', description: "A customer's state, name or email changed (not a balance change)." },
-  'activity.created': { scope: 'activity:write', description: 'An activity was recorded (not its idempotent replays), with its credits.' },
+  'customer.created': {
+    scope: 'customer:read',
+    description: 'A customer was made (create_or_update, an activity, the CLI, the console).',
+  },
+  'customer.updated': {
+    scope: 'customer:read',
+    description: "A customer's state, name or email changed (not a balance change).",
+  },
+  'activity.created': {
+    scope: 'activity:write',
+    description: 'An activity was recorded (not its idempotent replays), with its credits.',
+  },
   'points_transaction.created': {
     scope: 'points_transaction:read',
     description: 'A ledger entry was written (credit, deduction, purchase, adjustment), with the customer after it.',
   },
-  'customer.vip_tier_changed': { scope: 'customer:read', description: "A customer's VIP tier changed, for any reason." },
-  'points_purchase.created': { scope: 'points_purchase:write', description: 'Points were spent on a points product, with the fulfillment issued.' },
-  'reward_fulfillment.created': { scope: 'reward_fulfillment:read', description: 'A reward fulfillment (a code) was issued.' },
-  'reward_fulfillment.updated': { scope: 'reward_fulfillment:read', description: "A fulfillment's status or usage changed." },
+  'customer.vip_tier_changed': {
+    scope: 'customer:read',
+    description: "A customer's VIP tier changed, for any reason.",
+  },
+  'points_purchase.created': {
+    scope: 'points_purchase:write',
+    description: 'Points were spent on a points product, with the fulfillment issued.',
+  },
+  'reward_fulfillment.created': {
+    scope: 'reward_fulfillment:read',
+    description: 'A reward fulfillment (a code) was issued.',
+  },
+  'reward_fulfillment.updated': {
+    scope: 'reward_fulfillment:read',
+    description: "A fulfillment's status or usage changed.",
+  },
   ping: { scope: 'webhook_endpoint:read', description: 'A test event, sent on request to one endpoint.' },
 } as const satisfies Record<string, { scope: Scope; description: string }>;
 

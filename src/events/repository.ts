@@ -1,4 +1,5 @@
 import type { Kysely, Transaction } from 'kysely';
+import type { Direction } from '../pagination/cursor.js';
 import type { Database, EventRow } from '../storage/schema.js';
 
 /** A new event's row. */
@@ -19,13 +20,44 @@ export async function insertEvents(
 }
 
 /** The account's event by its public id. */
-export async function findEvent(db: Kysely<Database>, accountId: number, publicId: string): Promise<EventRow | undefined> {
+export async function findEvent(
+  db: Kysely<Database>,
+  accountId: number,
+  publicId: string,
+): Promise<EventRow | undefined> {
   return db
     .selectFrom('events')
     .selectAll()
     .where('public_id', '=', publicId)
     .where('account_id', '=', accountId)
     .executeTakeFirst();
+}
+
+/** The feed's filters: the types the caller asked for and may read (never empty), and an instant. */
+export interface EventFilters {
+  types: readonly string[];
+  createdAtMin?: number;
+}
+
+/** Up to `rows` of the account's events of `filters` beyond `boundary` in `direction` (keysetPage's fetch). */
+export async function findEventsPage(
+  db: Kysely<Database>,
+  accountId: number,
+  filters: EventFilters,
+  direction: Direction,
+  boundary: number | null,
+  rows: number,
+): Promise<EventRow[]> {
+  return db
+    .selectFrom('events')
+    .selectAll()
+    .where('account_id', '=', accountId)
+    .where('type', 'in', filters.types)
+    .$if(filters.createdAtMin !== undefined, (q) => q.where('created_at', '>=', filters.createdAtMin!))
+    .$if(boundary !== null, (q) => q.where('id', direction === 'next' ? '<' : '>', boundary!))
+    .orderBy('id', direction === 'next' ? 'desc' : 'asc')
+    .limit(rows)
+    .execute();
 }
 
 /** An event by its internal id (a delivery's subject). */
@@ -38,7 +70,12 @@ export async function findEventById(db: Kysely<Database>, id: number): Promise<E
  * with them, by the foreign key); answers how many went. One short statement per call.
  */
 export async function deleteEventsBefore(trx: Transaction<Database>, before: number, batch: number): Promise<number> {
-  const oldest = trx.selectFrom('events').select('id').where('created_at', '<', before).orderBy('created_at').limit(batch);
+  const oldest = trx
+    .selectFrom('events')
+    .select('id')
+    .where('created_at', '<', before)
+    .orderBy('created_at')
+    .limit(batch);
   const result = await trx.deleteFrom('events').where('id', 'in', oldest).executeTakeFirst();
   return Number(result.numDeletedRows);
 }

@@ -1,13 +1,27 @@
 import type { Kysely } from 'kysely';
+import { grants, type Scope } from '../auth/scopes.js';
 import { randomBase62 } from '../auth/secrets.js';
 import type { Clock } from '../clock.js';
 import { isoTime } from '../common-schemas.js';
+import { invalidParameter, notFound } from '../errors.js';
 import type { JobHandler } from '../jobs/service.js';
+import { Cursors, keysetPage, type Page } from '../pagination/keyset.js';
+import { DEFAULT_LIMIT } from '../pagination/schemas.js';
 import type { Database, EventRow } from '../storage/schema.js';
 import type { UnitOfWork, Work } from '../storage/unit-of-work.js';
+import { parseTime } from '../time.js';
 import type { WebhooksService } from '../webhooks/service.js';
-import type { EventType } from './catalog.js';
-import { deleteEventsBefore, findEvent, findEventById, insertEvents, type NewEventRow } from './repository.js';
+import { EVENT_TYPE_NAMES, EVENT_TYPES, type EventType, isEventType } from './catalog.js';
+import {
+  deleteEventsBefore,
+  type EventFilters,
+  findEvent,
+  findEventById,
+  findEventsPage,
+  insertEvents,
+  type NewEventRow,
+} from './repository.js';
+import type { EventsQuery } from './schemas.js';
 
 /** An event as written: its ids, account and type (what the fan-out to endpoints needs). */
 export interface RecordedEvent {
@@ -29,6 +43,13 @@ const RETENTION_RUN_MS = 5000;
 /** How often retention runs. */
 const RETENTION_EVERY_MS = 60 * 60 * 1000;
 
+const EVENTS_CURSOR = { resource: 'events', filtered: true };
+
+/** The event types a credential holding `scopes` may read (catalog order): each type's scope (catalog.ts) granted. */
+export function readableEventTypes(scopes: readonly Scope[]): EventType[] {
+  return EVENT_TYPE_NAMES.filter((type) => grants(scopes, EVENT_TYPES[type].scope));
+}
+
 /** The job that deletes events past retention. */
 export const EVENTS_RETENTION_QUEUE = 'events.retention';
 
@@ -41,6 +62,7 @@ export const EVENTS_RETENTION_QUEUE = 'events.retention';
 export class EventsService {
   /** The events each unit of work recorded, not yet written. */
   private readonly pending = new WeakMap<Work, NewEventRow[]>();
+  private readonly cursors: Cursors;
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -49,7 +71,9 @@ export class EventsService {
     private readonly retentionDays: number,
     /** Lazy: the webhooks room records events too (tests, pings), so each reaches the other on use. */
     private readonly webhooks: () => WebhooksService,
-  ) {}
+  ) {
+    this.cursors = new Cursors(db, clock);
+  }
 
   /**
    * Records an event of the work's change: `data` is the resource exactly as the API shows it
@@ -64,7 +88,13 @@ export class EventsService {
       this.pending.set(w, recorded);
       w.beforeCommit(() => this.write(w, recorded));
     }
-    events.push({ public_id: newEventId(), account_id: accountId, type, data: JSON.stringify(data), created_at: w.now });
+    events.push({
+      public_id: newEventId(),
+      account_id: accountId,
+      type,
+      data: JSON.stringify(data),
+      created_at: w.now,
+    });
   }
 
   /** Writes one event at once, with no delivery to any endpoint (a test event, sent to one by the caller). */
@@ -77,6 +107,44 @@ export class EventsService {
   /** The account's event by its public id (`evt_…`). */
   find(accountId: number, publicId: string): Promise<EventRow | undefined> {
     return findEvent(this.db, accountId, publicId);
+  }
+
+  /**
+   * The feed's event `publicId` (`evt_…`), if the account has it and `scopes` can read its type;
+   * else `404`, the same answer as for an id that does not exist (nothing tells them apart).
+   */
+  async get(accountId: number, scopes: readonly Scope[], publicId: string): Promise<EventRow> {
+    const event = await findEvent(this.db, accountId, publicId);
+    if (!event || !isEventType(event.type) || !grants(scopes, EVENT_TYPES[event.type].scope)) {
+      throw notFound(`event ${publicId} does not exist`);
+    }
+    return event;
+  }
+
+  /**
+   * One page of the feed, newest first (id descending): the types asked for (all by default)
+   * narrowed to those `scopes` can read. The cursor is bound to that effective filter, so it is
+   * refused with other filters, and by a credential that reads other types.
+   */
+  async page(accountId: number, scopes: readonly Scope[], query: EventsQuery): Promise<Page<EventRow>> {
+    const asked = query.type === undefined ? undefined : parseTypes(query.type);
+    const types = readableEventTypes(scopes).filter((type) => asked === undefined || asked.has(type));
+    const filters: EventFilters = {
+      types,
+      ...(query.created_at_min === undefined
+        ? {}
+        : { createdAtMin: parseTime(query.created_at_min, 'created_at_min') }),
+    };
+    return keysetPage({
+      codec: await this.cursors.codec(EVENTS_CURSOR),
+      accountId,
+      limit: query.limit ?? DEFAULT_LIMIT,
+      cursor: query.cursor,
+      filters,
+      // No type left to read: nothing to ask the database (and `in ()` is no SQL).
+      fetch: async (direction, boundary, rows) =>
+        types.length === 0 ? [] : findEventsPage(this.db, accountId, filters, direction, boundary, rows),
+    });
   }
 
   /** An event by its internal id (a delivery's). */
@@ -115,10 +183,28 @@ export class EventsService {
     // RETURNING's order is not promised on SQLite: each row is matched by its public id.
     const accounts = new Map(events.map((event) => [event.public_id, event.account_id]));
     const recorded = inserted
-      .map((row) => ({ id: Number(row.id), publicId: row.public_id, accountId: accounts.get(row.public_id)!, type: row.type }))
+      .map((row) => ({
+        id: Number(row.id),
+        publicId: row.public_id,
+        accountId: accounts.get(row.public_id)!,
+        type: row.type,
+      }))
       .sort((a, b) => a.id - b.id);
     await this.webhooks().fanOut(w, recorded);
   }
+}
+
+/** The `type` filter's names (comma-separated), each of the catalog; else `400` naming `type`. */
+function parseTypes(list: string): Set<EventType> {
+  const names = list.split(',').map((name) => name.trim());
+  const unknown = names.filter((name) => !isEventType(name));
+  if (unknown.length > 0) {
+    throw invalidParameter(
+      'type',
+      `has unknown event type ${unknown.map((name) => JSON.stringify(name)).join(', ')}; known types: ${EVENT_TYPE_NAMES.join(', ')}`,
+    );
+  }
+  return new Set(names as EventType[]);
 }
 
 /**

@@ -3,6 +3,8 @@ import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance, FastifySchema, RouteOptions } from 'fastify';
 import { ALL_SCOPES, SCOPE_DESCRIPTIONS } from '../auth/scopes.js';
 import { type Config, publicBaseUrl } from '../config.js';
+import { EVENT_TYPE_NAMES, EVENT_TYPES, type EventType } from '../events/catalog.js';
+import { EVENT_DATA, eventOf } from '../events/schemas.js';
 import type { RouteAuth } from './auth.js';
 import { errorResponse } from './schemas.js';
 
@@ -73,10 +75,13 @@ export async function registerOpenApi(app: FastifyInstance, config: Config): Pro
         version: '1.0.0',
         description:
           'Referral settings, customer identities, earning rules, customers, activities, the points ledger, VIP ' +
-          'tiers, points settings, points products and reward fulfillments of a merchant loyalty program. ' +
+          'tiers, points settings, points products and reward fulfillments of a merchant loyalty program, and ' +
+          'the events of every change: a feed (`GET /v1/events`) and webhooks (the `webhooks` section). ' +
           'Every /v1 request carries `Authorization: Bearer <API key or OAuth access token>`. ' +
           `Scopes: ${ALL_SCOPES.map((s) => `\`${s}\` (${SCOPE_DESCRIPTIONS[s]})`).join('; ')}. ` +
           'A `:write` scope includes the `:read` scope of the same resource. ' +
+          `Events are shown (in the feed, with \`event:read\`) and sent (to an app's webhook endpoints) only to a ` +
+          `credential whose scopes can read their type: ${EVENT_TYPE_NAMES.map((t) => `\`${t}\` needs \`${EVENT_TYPES[t].scope}\``).join('; ')}. ` +
           `Rate limit: ${config.rateLimitPerSecond > 0 ? `${config.rateLimitPerSecond} requests per second` : 'none'} ` +
           'per credential, reported in the `RateLimit-Limit`, `RateLimit-Remaining` and `RateLimit-Reset` headers.',
         license: { name: 'MIT', identifier: 'MIT' },
@@ -117,6 +122,13 @@ export async function registerOpenApi(app: FastifyInstance, config: Config): Pro
         { name: 'Points settings', description: 'What the account calls its points' },
         { name: 'Points products', description: 'Rewards for sale for points, and their purchase' },
         { name: 'Reward fulfillments', description: 'Rewards issued to customers, with their codes' },
+        { name: 'Events', description: 'What happened in the program: the feed of every change' },
+        { name: 'Webhook endpoints', description: 'Where events are sent, their secrets and delivery logs' },
+        {
+          name: 'Webhooks',
+          description:
+            'The requests this service sends to webhook endpoints: one signed POST per event (Standard Webhooks)',
+        },
         { name: 'OAuth', description: 'The authorization server apps use (RFC 6749)' },
         { name: 'Service', description: 'Health, readiness and this document' },
       ],
@@ -125,6 +137,7 @@ export async function registerOpenApi(app: FastifyInstance, config: Config): Pro
     transform: ({ schema, url, route }) => ({ schema: withSecurity(withDocumentedBody(schema), route), url }),
     transformObject: (document) => {
       const openapi = ('openapiObject' in document ? document.openapiObject : {}) as OpenApiDocument;
+      addWebhooks(openapi);
       describeVariants(openapi);
       addResponseHeaders(openapi);
       addResponseExamples(openapi);
@@ -198,7 +211,8 @@ type Operation = {
 };
 type OpenApiDocument = {
   paths?: Record<string, Record<string, Operation>>;
-  components?: { schemas?: Record<string, Schema> };
+  webhooks?: Record<string, Record<string, unknown>>;
+  components?: { schemas?: Record<string, Schema>; parameters?: Record<string, unknown> };
 };
 
 /** The public operations that are rate limited all the same (per client and address: oauth/routes.ts). */
@@ -261,33 +275,36 @@ function withoutNull(property: Schema): Schema {
   return { ...rest, ...kept[0] };
 }
 
+/** An example of `schema`, put together from the examples of the components it is made of; undefined if one lacks any. */
+function exampleOf(schemas: Record<string, Schema>, schema: Schema | undefined, depth = 0): unknown {
+  if (!schema || depth > 8) return undefined;
+  if (Array.isArray(schema.examples) && schema.examples.length > 0) return schema.examples[0];
+  if (typeof schema.$ref === 'string')
+    return exampleOf(schemas, schemas[schema.$ref.split('/').pop() ?? ''], depth + 1);
+  if (schema.type === 'array') {
+    const item = exampleOf(schemas, schema.items as Schema, depth + 1);
+    return item === undefined ? undefined : [item];
+  }
+  if (schema.type !== 'object' || !schema.properties) return undefined;
+  const entries = Object.entries(schema.properties as Record<string, Schema>).map(([name, property]) => [
+    name,
+    exampleOf(schemas, property, depth + 1),
+  ]);
+  return entries.every(([, value]) => value !== undefined) ? Object.fromEntries(entries) : undefined;
+}
+
 /**
  * An example for every successful JSON answer that has none, put together from the examples of
  * the components it is made of, so that each example lives in one place (its component).
  */
 function addResponseExamples(document: OpenApiDocument): void {
   const schemas = document.components?.schemas ?? {};
-  const exampleOf = (schema: Schema | undefined, depth = 0): unknown => {
-    if (!schema || depth > 8) return undefined;
-    if (Array.isArray(schema.examples) && schema.examples.length > 0) return schema.examples[0];
-    if (typeof schema.$ref === 'string') return exampleOf(schemas[schema.$ref.split('/').pop() ?? ''], depth + 1);
-    if (schema.type === 'array') {
-      const item = exampleOf(schema.items as Schema, depth + 1);
-      return item === undefined ? undefined : [item];
-    }
-    if (schema.type !== 'object' || !schema.properties) return undefined;
-    const entries = Object.entries(schema.properties as Record<string, Schema>).map(([name, property]) => [
-      name,
-      exampleOf(property, depth + 1),
-    ]);
-    return entries.every(([, value]) => value !== undefined) ? Object.fromEntries(entries) : undefined;
-  };
   for (const operations of Object.values(document.paths ?? {})) {
     for (const operation of Object.values(operations)) {
       for (const [status, response] of Object.entries(operation.responses ?? {})) {
         const media = response.content?.['application/json'];
         if (!status.startsWith('2') || !media || media.example !== undefined || media.examples !== undefined) continue;
-        const example = exampleOf(media.schema);
+        const example = exampleOf(schemas, media.schema);
         if (example !== undefined) media.example = example;
       }
     }
@@ -316,4 +333,135 @@ function addResponseHeaders(document: OpenApiDocument): void {
       }
     }
   }
+}
+
+/** The Standard Webhooks headers of every delivery (standardwebhooks.com), as components.parameters. */
+const WEBHOOK_HEADERS: Record<string, { name: string; description: string; schema: Schema; example: string }> = {
+  WebhookId: {
+    name: 'webhook-id',
+    description:
+      'The event id: the same on every attempt and every resend of the event to this endpoint, so a receiver ' +
+      'drops the duplicates of at-least-once delivery by it.',
+    schema: { type: 'string', pattern: '^evt_[0-9A-Za-z]{20,100}$' },
+    example: 'evt_3Xk9fQ2mZp8LwR4tYv6BnQ1a',
+  },
+  WebhookTimestamp: {
+    name: 'webhook-timestamp',
+    description: "This attempt's time, in seconds since 1970-01-01T00:00:00Z: refuse one far from your clock.",
+    schema: { type: 'string', pattern: '^[0-9]{1,15}$' },
+    example: '1767716100',
+  },
+  WebhookSignature: {
+    name: 'webhook-signature',
+    description:
+      "`v1,` and the base64 of the HMAC-SHA256, keyed with the secret's bytes (the base64 after `whsec_`), of " +
+      '`{webhook-id}.{webhook-timestamp}.{body}`. For 24 hours after a rotation, two signatures separated by a ' +
+      "space (the new secret's and the old one's): accept the request when one of them matches.",
+    schema: { type: 'string', pattern: '^v1,[A-Za-z0-9+/]+={0,2}( v1,[A-Za-z0-9+/]+={0,2})*$' },
+    example: 'v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=',
+  },
+};
+
+/** `customer.vip_tier_changed` -> `CustomerVipTierChanged`: the names of a type's components and operation. */
+const pascal = (type: string) =>
+  type
+    .split(/[._]/)
+    .map((word) => word.charAt(0).toUpperCase() + word.slice(1))
+    .join('');
+
+/**
+ * A TypeBox schema as the document holds it: each schema inside it with an `$id` (Customer,
+ * RewardFulfillment, …) becomes a `$ref` to its component, added if no route brought it in, as
+ * @fastify/swagger does for the routes' schemas; so webhooks and routes share one component.
+ */
+function documented(schema: object, schemas: Record<string, Schema>): Schema {
+  const walk = (value: unknown, root: boolean): unknown => {
+    if (Array.isArray(value)) return value.map((item) => walk(item, false));
+    if (value === null || typeof value !== 'object') return value;
+    const id = (value as { $id?: unknown }).$id;
+    if (!root && typeof id === 'string') {
+      if (!schemas[id]) {
+        schemas[id] = {};
+        schemas[id] = walk(value, true) as Schema;
+      }
+      return { $ref: `#/components/schemas/${id}` };
+    }
+    return Object.fromEntries(
+      Object.entries(value)
+        .filter(([key]) => key !== '$id')
+        .map(([key, item]) => [key, key === 'examples' ? item : walk(item, false)]),
+    );
+  };
+  return walk(schema, true) as Schema;
+}
+
+/**
+ * The top-level `webhooks` (OpenAPI 3.1): one `post` per event type of the catalog, its body the
+ * event envelope with that type's `data` (src/events/schemas.ts, made of the resources' own
+ * schemas), the Standard Webhooks headers, and the scope an app's grant needs to be sent it.
+ */
+function addWebhooks(document: OpenApiDocument): void {
+  document.components ??= {};
+  const components = document.components;
+  components.schemas ??= {};
+  const schemas = components.schemas;
+  components.parameters = {
+    ...components.parameters,
+    ...Object.fromEntries(
+      Object.entries(WEBHOOK_HEADERS).map(([key, header]) => [key, { in: 'header', required: true, ...header }]),
+    ),
+  };
+  const failed =
+    'A failed attempt, as is any answer but a 2xx within 10 seconds (redirects are not followed): retried after ' +
+    '5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h (each with up to 10 % jitter), then the delivery is `failed`.';
+  document.webhooks = Object.fromEntries(
+    EVENT_TYPE_NAMES.map((type: EventType) => {
+      const name = `${pascal(type)}Event`;
+      schemas[name] = documented(eventOf(type), schemas);
+      const data = exampleOf(schemas, documented(EVENT_DATA[type], schemas));
+      const example =
+        data === undefined
+          ? undefined
+          : {
+              id: WEBHOOK_HEADERS.WebhookId!.example,
+              type,
+              account_id: 1,
+              created_at: '2026-01-06T09:15:00.000Z',
+              data,
+            };
+      const { scope, description } = EVENT_TYPES[type];
+      const who =
+        type === 'ping'
+          ? 'Sent only on request (`POST /v1/webhook_endpoints/{id}/test`), to that one endpoint; no endpoint subscribes to it.'
+          : `Sent to every enabled endpoint whose \`enabled_events\` name \`${type}\` or \`*\`; an endpoint made ` +
+            `with an app's access token is sent it only if the app's grant holds \`${scope}\`.`;
+      const operation = {
+        operationId: `on${pascal(type)}`,
+        summary: `\`${type}\`: ${description}`,
+        description:
+          `${who} In the feed (\`GET /v1/events\`), a credential sees it with \`event:read\` and \`${scope}\`. ` +
+          'The body is the event, `data` exactly as the API showed the resource at the change; verify the ' +
+          '`webhook-signature` over the raw body before parsing it.',
+        tags: ['Webhooks'],
+        security: [],
+        parameters: Object.keys(WEBHOOK_HEADERS).map((key) => ({ $ref: `#/components/parameters/${key}` })),
+        requestBody: {
+          required: true,
+          description: `The \`${type}\` event, sent with \`User-Agent: loyalty-webhooks/<version>\``,
+          content: {
+            'application/json': {
+              schema: { $ref: `#/components/schemas/${name}` },
+              ...(example === undefined ? {} : { example }),
+            },
+          },
+        },
+        responses: {
+          '2XX': { description: 'Received: the delivery succeeded and is never sent again (unless resent by hand)' },
+          '4XX': { description: failed },
+          '5XX': { description: failed },
+        },
+      };
+      return [type, { post: operation }];
+    }),
+  );
 }

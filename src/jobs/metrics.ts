@@ -25,7 +25,7 @@ export function registerJobMetrics(registry: Registry, runner: () => JobRunner |
   });
   new Gauge({
     name: 'loyalty_job_last_run_timestamp_seconds',
-    help: "When this process last ran a job of the queue (Unix time)",
+    help: 'When this process last ran a job of the queue (Unix time)',
     labelNames: ['queue'],
     registers: [registry],
     collect() {

@@ -39,7 +39,7 @@ export async function insertJobOnce(db: Kysely<Database>, job: NewJobRow & { uni
  * Only the first `scan` due rows are looked at, so a backlog costs the same as a short queue.
  */
 export async function findClaimable(
-  trx: Transaction<Database>,
+  db: Kysely<Database>,
   options: { queues: readonly string[]; now: number; limit: number; perGroup: number; scan: number },
 ): Promise<number[]> {
   const { queues, now, limit, perGroup, scan } = options;
@@ -59,7 +59,7 @@ export async function findClaimable(
       where busy.group_key = due.group_key and busy.lease_owner is not null and busy.run_at > ${now}
     )
     order by due.run_at, due.id
-    limit ${limit}`.execute(trx);
+    limit ${limit}`.execute(db);
   return rows.rows.map((row) => Number(row.id));
 }
 
@@ -91,6 +91,22 @@ export async function claimJobs(
 export async function deleteClaimedJob(trx: Transaction<Database>, id: number, owner: string): Promise<boolean> {
   const result = await trx.deleteFrom('jobs').where('id', '=', id).where('lease_owner', '=', owner).executeTakeFirst();
   return Number(result.numDeletedRows) > 0;
+}
+
+/** Deletes the finished jobs of `ids` that `owner` still holds; answers the ids it deleted. */
+export async function deleteClaimedJobs(
+  trx: Transaction<Database>,
+  ids: readonly number[],
+  owner: string,
+): Promise<number[]> {
+  if (ids.length === 0) return [];
+  const rows = await trx
+    .deleteFrom('jobs')
+    .where('id', 'in', ids)
+    .where('lease_owner', '=', owner)
+    .returning('id')
+    .execute();
+  return rows.map((row) => Number(row.id));
 }
 
 /** Puts a job back to run at `runAt` if `owner` still holds it; true when it did. */

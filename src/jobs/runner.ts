@@ -3,14 +3,8 @@ import { hostname } from 'node:os';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../clock.js';
 import type { Db } from '../storage/db.js';
-import type { UnitOfWork } from '../storage/unit-of-work.js';
-import {
-  claimJobs,
-  deleteClaimedJob,
-  findClaimable,
-  findNextDue,
-  rescheduleClaimedJob,
-} from './repository.js';
+import type { UnitOfWork, Work } from '../storage/unit-of-work.js';
+import { claimJobs, deleteClaimedJobs, findClaimable, findNextDue, rescheduleClaimedJob } from './repository.js';
 import { type ClaimedJob, type JobHandler, type JobOutcome, type JobsService, toClaimedJob } from './service.js';
 
 export interface JobRunnerOptions {
@@ -26,6 +20,11 @@ export interface JobRunnerOptions {
   watchMs?: number;
   /** How long stop() waits for the jobs under way. */
   stopTimeoutMs?: number;
+  /**
+   * The least time between two claims: wake-ups within it are served by one claim at its end, so
+   * that under load (a wake-up per commit) jobs are claimed in batches, not one transaction each.
+   */
+  claimGapMs?: number;
 }
 
 /** What a queue's runs came to, for the metrics and the console. */
@@ -37,14 +36,29 @@ export interface QueueStats {
   lastOutcome: 'done' | 'retry' | 'failed' | null;
 }
 
+/** An outcome waiting to be recorded. */
+interface Finishing {
+  job: ClaimedJob;
+  outcome: JobOutcome;
+  resolve: () => void;
+  reject: (error: unknown) => void;
+}
+
 const DEFAULTS = {
   maxInFlight: 64,
   perGroup: 10,
-  leaseMs: 60_000,
+  leaseMs: 30_000,
   pollMs: 30_000,
   watchMs: 200,
   stopTimeoutMs: 5000,
+  claimGapMs: 10,
 };
+
+/** The least time between two looks for the next due job (a read), outside the poll. */
+const NEXT_DUE_CHECK_MS = 1000;
+
+/** A recurring job made at start runs first this long after (see prepare). */
+const FIRST_RUN_AFTER_MS = 60_000;
 
 /** Rows looked at per claim, however long the backlog (see findClaimable). */
 const CLAIM_SCAN = 1000;
@@ -64,6 +78,10 @@ const CLAIM_SCAN = 1000;
 export class JobRunner {
   readonly owner = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
   readonly stats = new Map<string, QueueStats>();
+  /** Reads for due jobs so far (an idle runner makes one per poll). */
+  looks = 0;
+  /** Claim transactions so far (one per look that found due jobs). */
+  claims = 0;
   private readonly handlers: Map<string, JobHandler>;
   private readonly queues: string[];
   private readonly options: Required<JobRunnerOptions>;
@@ -74,10 +92,18 @@ export class JobRunner {
   /** The last claim filled every free place: a finished job should claim again. */
   private starved = false;
   private timer: NodeJS.Timeout | null = null;
+  /** A kick that came within claimGapMs of the last claim, waiting for the gap's end. */
+  private deferred: NodeJS.Timeout | null = null;
+  private lastClaimAt = Number.NEGATIVE_INFINITY;
+  private lastNextDueAt = Number.NEGATIVE_INFINITY;
   private timerAt = Number.POSITIVE_INFINITY;
   private watch: NodeJS.Timeout | null = null;
   private readonly unsubscribe: (() => void)[] = [];
+  /** Outcomes waiting to be recorded together (see finish). */
+  private readonly finishing: Finishing[] = [];
   private stopped = true;
+  /** The recurring jobs' rows exist (made by the first claim; see start). */
+  private scheduled = false;
 
   constructor(
     private readonly db: Db,
@@ -96,12 +122,12 @@ export class JobRunner {
     }
   }
 
-  /** Makes the recurring jobs that are missing, starts listening for wake-ups, and claims what is due. */
-  async start(): Promise<void> {
+  /**
+   * Starts listening for wake-ups and claims what is due, making the recurring jobs that are
+   * missing first. Never fails: a database that is away or locked is tried again, as every claim is.
+   */
+  start(): void {
     this.stopped = false;
-    for (const handler of this.handlers.values()) {
-      if (handler.schedule) await this.jobs.ensureScheduled(handler.queue, handler.schedule.key);
-    }
     this.unsubscribe.push(this.jobs.onWake(() => this.kick()));
     const feed = this.db.changes;
     if (feed && 'onJobs' in feed && typeof feed.onJobs === 'function') {
@@ -112,15 +138,28 @@ export class JobRunner {
     this.kick();
   }
 
-  /** Claims what is due now (coalescing: a claim under way takes another turn instead). */
+  /**
+   * Claims what is due now. Wake-ups coalesce: one during a claim makes another claim after it,
+   * and claims are at least claimGapMs apart (a wake-up in the gap waits for its end).
+   */
   kick(): void {
     if (this.stopped) return;
     if (this.claiming) {
       this.again = true;
       return;
     }
-    this.claiming = this.claimLoop().finally(() => {
+    const wait = this.lastClaimAt + this.options.claimGapMs - performance.now();
+    if (wait > 0) {
+      this.deferred ??= setTimeout(() => {
+        this.deferred = null;
+        this.kick();
+      }, wait).unref();
+      return;
+    }
+    this.again = false;
+    this.claiming = this.claimOnce().finally(() => {
       this.claiming = null;
+      if (this.again) this.kick();
     });
   }
 
@@ -143,6 +182,7 @@ export class JobRunner {
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
+    if (this.deferred) clearTimeout(this.deferred);
     if (this.watch) clearInterval(this.watch);
     for (const stop of this.unsubscribe.splice(0)) stop();
     await this.claiming;
@@ -150,37 +190,55 @@ export class JobRunner {
     await Promise.race([Promise.allSettled([...this.running]), timeout]);
   }
 
-  private async claimLoop(): Promise<void> {
+  /**
+   * One claim for the free places. When it fills them all there may be more: a finished job claims
+   * again. Otherwise, at most once a second, it reads when the next job is due and sets the timer
+   * (retries this process scheduled set it themselves).
+   */
+  private async claimOnce(): Promise<void> {
     try {
-      do {
-        this.again = false;
-        const room = this.options.maxInFlight - this.inFlight;
-        if (room <= 0) {
-          this.starved = true;
-          return;
-        }
-        const claimed = await this.claim(room);
-        for (const row of claimed) this.begin(row);
-        this.starved = claimed.length === room;
-        if (this.starved) this.again = true;
-      } while (this.again && !this.stopped);
-      if (!this.stopped) this.armAt((await findNextDue(this.db.kysely, this.queues)) ?? Number.POSITIVE_INFINITY);
+      const room = this.options.maxInFlight - this.inFlight;
+      if (room <= 0) {
+        this.starved = true;
+        return;
+      }
+      this.lastClaimAt = performance.now();
+      if (!this.scheduled && !(await this.prepare())) throw new Error('the recurring jobs are not written yet');
+      const claimed = await this.claim(room);
+      for (const row of claimed) this.begin(row);
+      this.starved = claimed.length === room;
+      if (this.starved || this.stopped) return;
+      if (performance.now() - this.lastNextDueAt >= NEXT_DUE_CHECK_MS) {
+        this.lastNextDueAt = performance.now();
+        this.armAt((await findNextDue(this.db.kysely, this.queues)) ?? Number.POSITIVE_INFINITY);
+      } else {
+        // Keep the poll's net set.
+        this.armAt(Number.POSITIVE_INFINITY);
+      }
     } catch (error) {
       this.log.warn({ err: error }, 'claiming jobs failed; trying again at the next wake-up or poll');
       this.armAt(this.clock.now() + 1000);
     }
   }
 
-  private claim(limit: number): Promise<ReturnType<typeof toClaimedJob>[]> {
-    if (this.queues.length === 0) return Promise.resolve([]);
+  /**
+   * A read finds the due jobs; only when there are some does a write transaction claim them (those
+   * still due: another process may have taken some meanwhile). A look that finds nothing writes
+   * nothing, so it never waits for, nor holds, SQLite's write lock.
+   */
+  private async claim(limit: number): Promise<ClaimedJob[]> {
+    if (this.queues.length === 0) return [];
+    this.looks++;
+    const ids = await findClaimable(this.db.kysely, {
+      queues: this.queues,
+      now: this.clock.now(),
+      limit,
+      perGroup: this.options.perGroup,
+      scan: CLAIM_SCAN,
+    });
+    if (ids.length === 0) return [];
+    this.claims++;
     return this.uow.run(async (w) => {
-      const ids = await findClaimable(w.trx, {
-        queues: this.queues,
-        now: w.now,
-        limit,
-        perGroup: this.options.perGroup,
-        scan: CLAIM_SCAN,
-      });
       const rows = await claimJobs(w.trx, ids, {
         owner: this.owner,
         now: w.now,
@@ -190,12 +248,33 @@ export class JobRunner {
     });
   }
 
+  /**
+   * Makes the recurring jobs that are missing (each first due a minute from now, so that a
+   * starting process writes nothing more); answers false when the database could not be written
+   * just then (the first claim tries again).
+   */
+  async prepare(): Promise<boolean> {
+    try {
+      for (const handler of this.handlers.values()) {
+        if (handler.schedule) {
+          await this.jobs.ensureScheduled(handler.queue, handler.schedule.key, this.clock.now() + FIRST_RUN_AFTER_MS);
+        }
+      }
+      this.scheduled = true;
+    } catch (error) {
+      this.log.warn({ err: error }, 'the recurring jobs could not be written yet; the runner tries again');
+    }
+    return this.scheduled;
+  }
+
   private begin(job: ClaimedJob): void {
     this.inFlight++;
     const run = this.execute(job).finally(() => {
       this.inFlight--;
       this.running.delete(run);
-      if (this.starved) this.kick();
+      // A finished job frees a place: in the runner when the last claim filled them all, in its
+      // group (whose other due jobs the cap held back) when it has one.
+      if (this.starved || job.groupKey !== null) this.kick();
     });
     this.running.add(run);
   }
@@ -209,24 +288,20 @@ export class JobRunner {
       outcome = await handler.run(job);
     } catch (error) {
       failed = true;
-      this.log.error({ err: error, queue: job.queue, job: job.id, attempt: job.attempt }, 'job failed; it runs again later');
+      this.log.error(
+        { err: error, queue: job.queue, job: job.id, attempt: job.attempt },
+        'job failed; it runs again later',
+      );
       outcome = { retryAt: this.clock.now() + Math.min(60_000 * 2 ** Math.min(job.attempt - 1, 6), 3_600_000) };
     }
     try {
-      await this.uow.run(async (w) => {
-        const mine =
-          'done' in outcome
-            ? await deleteClaimedJob(w.trx, job.id, this.owner)
-            : await rescheduleClaimedJob(w.trx, job.id, this.owner, outcome.retryAt);
-        if (!mine) {
-          this.log.warn({ queue: job.queue, job: job.id }, "a job's lease ran out before it finished; another claim has it");
-          return;
-        }
-        await outcome.record?.(w);
-      });
+      await this.finish(job, outcome);
     } catch (error) {
       failed = true;
-      this.log.error({ err: error, queue: job.queue, job: job.id }, "recording a job's outcome failed; it runs again when its lease ends");
+      this.log.error(
+        { err: error, queue: job.queue, job: job.id },
+        "recording a job's outcome failed; it runs again when its lease ends",
+      );
     }
     const stats = this.stats.get(job.queue)!;
     stats.runs++;
@@ -235,6 +310,57 @@ export class JobRunner {
     stats.lastDurationMs = performance.now() - started;
     stats.lastOutcome = failed ? 'failed' : 'done' in outcome ? 'done' : 'retry';
     if (!('done' in outcome)) this.armAt(outcome.retryAt);
+  }
+
+  /**
+   * Records a job's outcome. The outcomes of one turn of the event loop are recorded together, in
+   * one transaction (under load, a delivery's outcome costs a statement or two, not a transaction
+   * each); when that transaction fails, each is recorded in one of its own, so that one bad
+   * record does not take the others with it.
+   */
+  private finish(job: ClaimedJob, outcome: JobOutcome): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.finishing.push({ job, outcome, resolve, reject });
+      if (this.finishing.length === 1) setImmediate(() => void this.finishBatch());
+    });
+  }
+
+  private async finishBatch(): Promise<void> {
+    const batch = this.finishing.splice(0);
+    try {
+      await this.uow.run((w) => this.record(w, batch));
+      for (const entry of batch) entry.resolve();
+    } catch (error) {
+      if (batch.length === 1) {
+        batch[0]!.reject(error);
+        return;
+      }
+      for (const entry of batch) {
+        await this.uow.run((w) => this.record(w, [entry])).then(entry.resolve, entry.reject);
+      }
+    }
+  }
+
+  /** Finishes the jobs this process still holds (deleted when done, put back for a retry) and writes their records. */
+  private async record(w: Work, batch: readonly Finishing[]): Promise<void> {
+    const done = batch.filter((entry) => 'done' in entry.outcome).map((entry) => entry.job.id);
+    const deleted = new Set(await deleteClaimedJobs(w.trx, done, this.owner));
+    for (const { job, outcome } of batch) {
+      const mine =
+        'done' in outcome
+          ? deleted.has(job.id)
+          : await rescheduleClaimedJob(w.trx, job.id, this.owner, outcome.retryAt, {
+              undoAttempt: outcome.undoAttempt === true,
+            });
+      if (!mine) {
+        this.log.warn(
+          { queue: job.queue, job: job.id },
+          "a job's lease ran out before it finished; another claim has it",
+        );
+        continue;
+      }
+      await outcome.record?.(w);
+    }
   }
 
   /** Wakes the runner at `at` (clock time) or at the next poll, whichever is sooner. */
@@ -248,6 +374,8 @@ export class JobRunner {
       () => {
         this.timer = null;
         this.timerAt = Number.POSITIVE_INFINITY;
+        // A timer's claim also looks for the next due job (the poll's net).
+        this.lastNextDueAt = Number.NEGATIVE_INFINITY;
         this.kick();
       },
       Math.max(0, target - this.clock.now()),
@@ -270,4 +398,3 @@ export class JobRunner {
     }, this.options.watchMs).unref();
   }
 }
-

@@ -8,12 +8,13 @@ import {
   deleteGroup,
   findJobByKey,
   findQueueBacklog,
-  insertJobs,
   insertJobOnce,
+  insertJobs,
   moveGroup,
   PARKED_AT,
 } from './repository.js';
 
+export { PARKED_AT } from './repository.js';
 
 /** A job to add. */
 export interface NewJob {
@@ -50,7 +51,12 @@ export interface ClaimedJob {
  */
 export type JobOutcome =
   | { readonly done: true; readonly record?: (w: Work) => Promise<void> }
-  | { readonly retryAt: number; readonly record?: (w: Work) => Promise<void> };
+  | {
+      readonly retryAt: number;
+      /** The claim was no attempt (a job put aside unrun, such as a parked delivery): it is not counted. */
+      readonly undoAttempt?: boolean;
+      readonly record?: (w: Work) => Promise<void>;
+    };
 
 /** The work of one queue. */
 export interface JobHandler {
@@ -98,7 +104,12 @@ export class JobsService {
     private readonly clock: Clock,
   ) {}
 
-  /** Adds jobs in the work's transaction; the runners are woken once it commits. */
+  /**
+   * Adds jobs in the work's transaction; the runners are woken once it commits: this process's
+   * own at once, and when this process runs none (the `loyalty` command), on PostgreSQL the
+   * servers', by a NOTIFY sent in the same transaction (PostgreSQL delivers it at the commit; on
+   * SQLite the servers see the file change).
+   */
   async enqueue(w: Work, jobs: readonly NewJob[]): Promise<void> {
     if (jobs.length === 0) return;
     await insertJobs(
@@ -114,11 +125,22 @@ export class JobsService {
         created_at: w.now,
       })),
     );
-    w.afterCommit(() => this.wake());
+    await this.announce(w);
   }
 
-  /** Adds the recurring job `key` of `queue` unless it exists, due at `runAt` (now when absent). */
+  /** Wakes the runners once the work commits (see enqueue). */
+  private async announce(w: Work): Promise<void> {
+    if (this.wakeListeners.size > 0) w.afterCommit(() => this.wake());
+    else if (this.db.dialect === 'postgres')
+      await sql`select pg_notify(${JOBS_CHANNEL}, current_schema())`.execute(w.trx);
+  }
+
+  /**
+   * Adds the recurring job `key` of `queue` unless it exists, due at `runAt` (now when absent).
+   * A read first: once it exists (every start but the first), nothing is written.
+   */
   async ensureScheduled(queue: string, key: string, runAt: number = this.clock.now()): Promise<boolean> {
+    if (await findJobByKey(this.kysely, key)) return false;
     return insertJobOnce(this.kysely, {
       queue,
       account_id: null,
@@ -138,9 +160,10 @@ export class JobsService {
   }
 
   /** Makes a group's waiting jobs due now (an endpoint enabled again); answers how many. */
-  resumeGroup(w: Work, groupKey: string): Promise<number> {
-    w.afterCommit(() => this.wake());
-    return moveGroup(w.trx, groupKey, w.now);
+  async resumeGroup(w: Work, groupKey: string): Promise<number> {
+    const moved = await moveGroup(w.trx, groupKey, w.now);
+    if (moved > 0) await this.announce(w);
+    return moved;
   }
 
   /** Stops a group's waiting jobs until resumed (a disabled endpoint); answers how many. */
@@ -165,19 +188,9 @@ export class JobsService {
     return () => this.wakeListeners.delete(listener);
   }
 
-  /**
-   * Tells the runners that jobs were committed: this process's at once. A process that runs none
-   * (the `loyalty` command) tells the servers instead: on PostgreSQL by NOTIFY; on SQLite the
-   * servers see the file change (JobRunner watches `PRAGMA data_version`).
-   */
+  /** Wakes this process's runner (jobs were committed, or made due: an endpoint enabled again). */
   wake(): void {
-    if (this.wakeListeners.size > 0) {
-      for (const listener of this.wakeListeners) listener();
-    } else if (this.db.dialect === 'postgres') {
-      sql`select pg_notify(${JOBS_CHANNEL}, current_schema())`.execute(this.kysely).catch(() => {
-        // The servers' slow poll finds the jobs anyway.
-      });
-    }
+    for (const listener of this.wakeListeners) listener();
   }
 
   private get kysely(): Kysely<Database> {

@@ -7,6 +7,7 @@ import type { AuthService } from '../auth/service.js';
 import type { Clock } from '../clock.js';
 import type { Database } from '../storage/schema.js';
 import type { UnitOfWork, Work } from '../storage/unit-of-work.js';
+import type { WebhooksService } from '../webhooks/service.js';
 import {
   findCodeByHash,
   findRefreshTokenByHash,
@@ -99,6 +100,8 @@ export interface ModelDeps {
    * `revocations.around` (the credential cache).
    */
   auth: AuthService;
+  /** The webhooks room: a grant's endpoints go with its revocation. Lazy, as rooms reach each other. */
+  webhooks: () => WebhooksService;
   accessTokenTtlSeconds: number;
 }
 
@@ -106,21 +109,23 @@ export type OAuthModel = OAuth2Server.AuthorizationCodeModel & OAuth2Server.Refr
 
 /** Revokes a grant with its tokens, in one transaction, as a revocation the credential cache sees. */
 export function revokeGrantChainNow(
-  deps: Pick<ModelDeps, 'uow' | 'auth'>,
+  deps: Pick<ModelDeps, 'uow' | 'auth' | 'webhooks'>,
   grantId: number,
   now: number,
 ): Promise<void> {
-  return deps.auth.revocations.around(() => deps.uow.run((w) => revokeGrantChain(deps.auth, w, grantId), now));
+  return deps.auth.revocations.around(() => deps.uow.run((w) => revokeGrantChain(deps, w, grantId), now));
 }
 
 /**
- * Revokes a grant and everything descended from it: its refresh tokens and the access tokens
- * issued with them. The grant row is written first, so it serialises with lockLiveGrant.
+ * Revokes a grant and everything descended from it: its refresh tokens, the access tokens issued
+ * with them, and the webhook endpoints its app made (with their pending deliveries). The grant row
+ * is written first, so it serialises with lockLiveGrant.
  */
-async function revokeGrantChain(auth: AuthService, w: Work, grantId: number): Promise<void> {
+async function revokeGrantChain(deps: Pick<ModelDeps, 'auth' | 'webhooks'>, w: Work, grantId: number): Promise<void> {
   await revokeGrant(w.trx, grantId, w.now);
-  await auth.revokeGrantAccessTokens(w, grantId);
+  await deps.auth.revokeGrantAccessTokens(w, grantId);
   await revokeRefreshTokensOfGrant(w.trx, grantId, w.now);
+  await deps.webhooks().deleteForGrant(w, grantId);
 }
 
 /**

@@ -14,5 +14,13 @@ export const oauthRoom = defineRoom({
   routes,
   routeOptions: (config) => ({ config }),
   service: ({ accessTokenTtlSeconds, clock, db, services, uow }) =>
-    new OAuthService(db.kysely, uow, clock, services.apps, services.auth, accessTokenTtlSeconds),
+    new OAuthService(
+      db.kysely,
+      uow,
+      clock,
+      services.apps,
+      services.auth,
+      accessTokenTtlSeconds,
+      () => services.webhooks,
+    ),
 });

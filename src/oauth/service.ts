@@ -11,6 +11,7 @@ import { notFound } from '../errors.js';
 import type { SessionUser } from '../sessions/service.js';
 import type { Database } from '../storage/schema.js';
 import type { UnitOfWork } from '../storage/unit-of-work.js';
+import type { WebhooksService } from '../webhooks/service.js';
 import {
   type AccountGrant,
   findRefreshTokenByHash,
@@ -140,9 +141,10 @@ export class OAuthService {
     apps: AppsService,
     private readonly auth: AuthService,
     private readonly accessTokenTtlSeconds: number,
+    webhooks: () => WebhooksService,
   ) {
     this.apps = apps;
-    const deps = { db, uow, clock, apps, auth, accessTokenTtlSeconds };
+    const deps = { db, uow, clock, apps, auth, webhooks, accessTokenTtlSeconds };
     this.deps = deps;
     this.tokenModel = createModel(deps, 'token');
     this.authorizeModel = createModel(deps, 'authorize');

@@ -22,5 +22,6 @@ export const pointsProductsRoom = defineRoom({
       services.customers,
       services.pointsTransactions,
       services.rewardFulfillments,
+      services.events,
     ),
 });

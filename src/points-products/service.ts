@@ -4,6 +4,7 @@ import type { Clock } from '../clock.js';
 import { isoTime } from '../common-schemas.js';
 import type { CustomersService } from '../customers/service.js';
 import { DomainError, invalidParameter, notFound } from '../errors.js';
+import type { EventsService } from '../events/service.js';
 import { Cursors, keysetPage } from '../pagination/keyset.js';
 import { DEFAULT_LIMIT } from '../pagination/schemas.js';
 import type { PointsSettings } from '../points-settings/schemas.js';
@@ -57,6 +58,7 @@ export class PointsProductsService {
     private readonly customers: CustomersService,
     private readonly ledger: PointsTransactionsService,
     private readonly rewardFulfillments: RewardFulfillmentsService,
+    private readonly events: EventsService,
   ) {
     this.cursors = new Cursors(db, clock);
   }
@@ -181,6 +183,8 @@ export class PointsProductsService {
    * A purchase of the account's product, in `w`: a points transaction of `-points`, the purchase,
    * and the reward's fulfillment with a new code. Refused before anything is written when the
    * customer is not a member or short of points. The route runs it under its `Idempotency-Key`.
+   * Its events, in the order of the changes: `points_transaction.created`,
+   * `reward_fulfillment.created`, then `points_purchase.created` with the fulfillment.
    */
   async purchaseIn(w: Work, accountId: number, productId: number, body: PurchaseBody): Promise<PointsPurchase> {
     const stored = await findProduct(w.trx, productId, accountId);
@@ -218,7 +222,7 @@ export class PointsProductsService {
       pointsPurchaseId: purchase.id,
       reward: { name: reward.name, imageUrl: reward.image_url },
     });
-    return {
+    const bought: PointsPurchase = {
       id: purchase.id,
       customer_id: purchase.customer_id,
       points_product_id: purchase.points_product_id,
@@ -227,6 +231,8 @@ export class PointsProductsService {
       created_at: isoTime(purchase.created_at),
       updated_at: isoTime(purchase.updated_at),
     };
+    this.events.record(w, accountId, 'points_purchase.created', { points_purchase: bought });
+    return bought;
   }
 }
 

@@ -13,5 +13,12 @@ export const pointsTransactionsRoom = defineRoom({
   name: 'pointsTransactions',
   routes,
   service: ({ clock, db, services }) =>
-    new PointsTransactionsService(db.kysely, clock, services.idempotency, services.customers, services.vipTiers),
+    new PointsTransactionsService(
+      db.kysely,
+      clock,
+      services.idempotency,
+      services.customers,
+      services.vipTiers,
+      services.events,
+    ),
 });

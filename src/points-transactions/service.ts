@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely';
 import type { Clock } from '../clock.js';
 import type { CustomersService, LockedCustomer } from '../customers/service.js';
 import { DomainError, invalidParameter, notFound } from '../errors.js';
+import type { EventsService } from '../events/service.js';
 import { fingerprint, type IdempotencyService, type IdempotentRequest } from '../idempotency/service.js';
 import { Cursors, keysetPage } from '../pagination/keyset.js';
 import { DEFAULT_LIMIT } from '../pagination/schemas.js';
@@ -83,14 +84,17 @@ export class PointsTransactionsService {
     private readonly idempotency: IdempotencyService,
     private readonly customers: CustomersService,
     private readonly vipTiers: VipTiersService,
+    private readonly events: EventsService,
   ) {
     this.cursors = new Cursors(db, clock);
   }
 
   /**
    * Posts an entry to the ledger of `customer`, which the caller locked in the same unit of work
-   * (CustomersService.lock). A credit places the customer in the VIP tier it earns them. Answers
-   * the customer after the entry; the caller's `customer` is left as it was.
+   * (CustomersService.lock). A credit places the customer in the VIP tier it earns them. Records
+   * `points_transaction.created` (with the customer after the entry), then the credit's
+   * `customer.vip_tier_changed` when it moved them. Answers the customer after the entry; the
+   * caller's `customer` is left as it was.
    */
   async post(w: Work, customer: LockedCustomer, entry: LedgerEntry): Promise<Posted> {
     const balance = customer.pointsBalance + entry.pointsChange;
@@ -113,18 +117,22 @@ export class PointsTransactionsService {
       updated_at: w.now,
       created_by_user_id: entry.createdByUserId ?? null,
     });
-    const moved = entry.pointsChange > 0 ? await this.vipTiers.place(w, customer.id) : undefined;
-    return {
-      transaction,
-      customer: {
-        id: customer.id,
-        accountId: customer.accountId,
-        state: customer.state,
-        pointsBalance: balance,
-        pointsEarned: earned,
-        vipTierId: moved === undefined ? customer.vipTierId : moved.vipTierId,
-      },
+    const moved = entry.pointsChange > 0 ? await this.vipTiers.place(w, customer) : undefined;
+    // What the database now holds: the ledger's trigger moved the balance, points earned and
+    // updated_at (to the entry's created_at, the work's time); a move set the tier.
+    const after: LockedCustomer = {
+      ...customer,
+      pointsBalance: balance,
+      pointsEarned: earned,
+      vipTierId: moved === undefined ? customer.vipTierId : moved.vipTierId,
+      updatedAt: w.now,
     };
+    this.events.record(w, customer.accountId, 'points_transaction.created', {
+      points_transaction: transaction,
+      customer: await this.customers.shownIn(w, after),
+    });
+    if (moved) this.vipTiers.announce(w, customer.accountId, moved);
+    return { transaction, customer: after };
   }
 
   /**

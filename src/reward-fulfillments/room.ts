@@ -12,5 +12,5 @@ declare module '../services.js' {
 export const rewardFulfillmentsRoom = defineRoom({
   name: 'rewardFulfillments',
   routes,
-  service: ({ clock, db }) => new RewardFulfillmentsService(db.kysely, clock),
+  service: ({ clock, db, services }) => new RewardFulfillmentsService(db.kysely, clock, services.events),
 });

@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Clock } from '../clock.js';
+import type { EventsService } from '../events/service.js';
 import { Cursors, keysetPage } from '../pagination/keyset.js';
 import { DEFAULT_LIMIT } from '../pagination/schemas.js';
 import type { Database } from '../storage/schema.js';
@@ -28,6 +29,7 @@ export class RewardFulfillmentsService {
   constructor(
     private readonly db: Kysely<Database>,
     clock: Clock,
+    private readonly events: EventsService,
   ) {
     this.cursors = new Cursors(db, clock);
   }
@@ -56,7 +58,8 @@ export class RewardFulfillmentsService {
 
   /**
    * Issues the reward of `order` in `w`: a fulfillment with a new code no other fulfillment of the
-   * account has (a code drawn again while it is taken), issued and unused.
+   * account has (a code drawn again while it is taken), issued and unused; records
+   * `reward_fulfillment.created`.
    */
   async issue(w: Work, order: FulfillmentOrder): Promise<RewardFulfillment> {
     for (let attempt = 1; attempt <= CODE_ATTEMPTS; attempt++) {
@@ -72,7 +75,10 @@ export class RewardFulfillmentsService {
         created_at: w.now,
         updated_at: w.now,
       });
-      if (fulfillment) return fulfillment;
+      if (fulfillment) {
+        this.events.record(w, order.accountId, 'reward_fulfillment.created', { reward_fulfillment: fulfillment });
+        return fulfillment;
+      }
     }
     throw new Error(`no free reward code in ${CODE_ATTEMPTS} draws`);
   }

@@ -34,6 +34,7 @@ export interface Database {
   webhook_endpoints: WebhookEndpointsTable;
   webhook_attempts: WebhookAttemptsTable;
   jobs: JobsTable;
+  vip_tier_changes: VipTierChangesTable;
 }
 
 export interface AccountsTable {
@@ -254,6 +255,17 @@ export interface VipTiersTable {
   perks: string;
   created_at: number;
   updated_at: number;
+}
+
+/** A customer's move from one VIP tier to another (either may be null: in no tier). */
+export interface VipTierChangesTable {
+  id: Generated<number>;
+  account_id: number;
+  customer_id: number;
+  /** No foreign key: a deleted tier's moves are kept. */
+  previous_vip_tier_id: number | null;
+  current_vip_tier_id: number | null;
+  created_at: number;
 }
 
 export interface ActivityTypesTable {

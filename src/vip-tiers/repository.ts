@@ -1,8 +1,8 @@
-import { type ExpressionBuilder, type Kysely, PostgresAdapter, type Transaction } from 'kysely';
+import { type ExpressionBuilder, type Kysely, PostgresAdapter, sql, type Transaction } from 'kysely';
 import { compiledQuery } from '../storage/compiled-query.js';
 import { isUniqueViolation } from '../storage/errors.js';
 import type { Database, VipTierRow } from '../storage/schema.js';
-import type { VipTier, VipTierChange, VipTierInput } from './schemas.js';
+import type { VipTier, VipTierInput, VipTierPatch } from './schemas.js';
 
 /** The account's tiers, ascending milestone. */
 export async function listTiers(db: Kysely<Database>, accountId: number): Promise<VipTier[]> {
@@ -56,7 +56,7 @@ export async function insertTier(
 export async function updateTier(
   trx: Transaction<Database>,
   id: number,
-  change: VipTierChange,
+  change: VipTierPatch,
   now: number,
 ): Promise<VipTier | 'milestone_taken' | undefined> {
   try {
@@ -68,7 +68,7 @@ export async function updateTier(
   }
 }
 
-function updateTierQuery(trx: Transaction<Database>, id: number, change: VipTierChange, now: number) {
+function updateTierQuery(trx: Transaction<Database>, id: number, change: VipTierPatch, now: number) {
   return trx
     .updateTable('vip_tiers')
     .set({
@@ -82,7 +82,7 @@ function updateTierQuery(trx: Transaction<Database>, id: number, change: VipTier
     .returningAll();
 }
 
-/** Deletes a tier (customers in it are left for `assignAccountTiers` to place). */
+/** Deletes a tier (move its customers out first: `assignAccountTiers` with it excluded). */
 export async function deleteTier(trx: Transaction<Database>, id: number): Promise<void> {
   await trx.deleteFrom('vip_tiers').where('id', '=', id).execute();
 }
@@ -99,24 +99,130 @@ export async function lockAccountTiers(trx: Transaction<Database>, accountId: nu
 
 /**
  * The tier rule, in one place: a customer is in the tier with the highest milestone at or below
- * their points earned, or in none.
+ * their points earned, or in none. `excluded`: a tier about to be deleted, which places no one.
  */
-function tierOf(eb: ExpressionBuilder<Database, 'customers'>) {
+function tierOf(eb: ExpressionBuilder<Database, 'customers'>, excluded: number | null = null) {
   return eb
     .selectFrom('vip_tiers as tier')
     .select('tier.id')
     .whereRef('tier.account_id', '=', 'customers.account_id')
     .whereRef('tier.milestone', '<=', 'customers.points_earned')
+    .$if(excluded !== null, (q) => q.where('tier.id', '<>', excluded!))
     .orderBy('tier.milestone', 'desc')
     .limit(1);
 }
 
+/** A move between tiers, as written to `vip_tier_changes`. */
+export interface StoredTierChange {
+  readonly id: number;
+  readonly customerId: number;
+  readonly previousTierId: number | null;
+  readonly currentTierId: number | null;
+  readonly createdAt: number;
+}
+
+/**
+ * Writes a change row for every customer of the account whose tier the rule now gives differs
+ * from theirs, before `assignAccountTiers` moves them (it is the only statement that sees both
+ * tiers): one INSERT … SELECT, ascending id. On PostgreSQL it locks those customers, so that what
+ * it wrote is what the update that follows does (a concurrent credit waits, or is waited for and
+ * then read). Call inside the transaction of the change, after `lockAccountTiers`.
+ */
+export async function insertAccountTierChanges(
+  trx: Transaction<Database>,
+  accountId: number,
+  now: number,
+  excluded: number | null = null,
+): Promise<StoredTierChange[]> {
+  const moving = trx
+    .selectFrom('customers')
+    .select((eb) => [
+      'customers.account_id',
+      'customers.id',
+      'customers.vip_tier_id',
+      tierOf(eb, excluded).as('current_vip_tier_id'),
+      // Typed, or PostgreSQL takes a parameter in a select list for text.
+      sql<number>`cast(${now} as bigint)`.as('created_at'),
+    ])
+    .where('customers.account_id', '=', accountId)
+    .where((eb) => eb('customers.vip_tier_id', 'is distinct from', tierOf(eb, excluded)))
+    .$if(trx.getExecutor().adapter instanceof PostgresAdapter, (q) => q.forUpdate());
+  const rows = await trx
+    .insertInto('vip_tier_changes')
+    .columns(['account_id', 'customer_id', 'previous_vip_tier_id', 'current_vip_tier_id', 'created_at'])
+    .expression(moving)
+    .returning(['id', 'customer_id', 'previous_vip_tier_id', 'current_vip_tier_id', 'created_at'])
+    .execute();
+  // RETURNING's order is not promised on SQLite.
+  return rows.map(toStoredTierChange).sort((a, b) => a.id - b.id);
+}
+
+/** Writes one customer's move (after `assignCustomerTier` moved them). */
+export async function insertTierChange(
+  trx: Transaction<Database>,
+  change: {
+    accountId: number;
+    customerId: number;
+    previousTierId: number | null;
+    currentTierId: number | null;
+    now: number;
+  },
+): Promise<StoredTierChange> {
+  const [row] = await insertTierChangeQuery(trx, change);
+  return toStoredTierChange(row!);
+}
+
+const insertTierChangeQuery = compiledQuery(
+  (
+    db,
+    v: {
+      accountId: number;
+      customerId: number;
+      previousTierId: number | null;
+      currentTierId: number | null;
+      now: number;
+    },
+  ) =>
+    db
+      .insertInto('vip_tier_changes')
+      .values({
+        account_id: v.accountId,
+        customer_id: v.customerId,
+        previous_vip_tier_id: v.previousTierId,
+        current_vip_tier_id: v.currentTierId,
+        created_at: v.now,
+      })
+      .returning(['id', 'customer_id', 'previous_vip_tier_id', 'current_vip_tier_id', 'created_at']),
+);
+
+function toStoredTierChange(row: {
+  id: number;
+  customer_id: number;
+  previous_vip_tier_id: number | null;
+  current_vip_tier_id: number | null;
+  created_at: number;
+}): StoredTierChange {
+  return {
+    id: Number(row.id),
+    customerId: Number(row.customer_id),
+    previousTierId: row.previous_vip_tier_id === null ? null : Number(row.previous_vip_tier_id),
+    currentTierId: row.current_vip_tier_id === null ? null : Number(row.current_vip_tier_id),
+    createdAt: Number(row.created_at),
+  };
+}
+
 /**
  * Puts every customer of the account in the tier their points earned give them (after a tier
- * changed), touching only those whose tier changes. Call inside the transaction of the change.
+ * changed, or before `excluded` is deleted), touching only those whose tier changes. Call inside
+ * the transaction of the change, after `insertAccountTierChanges`.
  */
-export async function assignAccountTiers(trx: Transaction<Database>, accountId: number, now: number): Promise<void> {
-  await tiersUpdate(trx, now).where('account_id', '=', accountId).execute();
+export async function assignAccountTiers(
+  trx: Transaction<Database>,
+  accountId: number,
+  now: number,
+  excluded: number | null = null,
+): Promise<void> {
+  await tiersUpdate(trx, now, excluded).where('account_id', '=', accountId).execute();
 }
 
 /**
@@ -134,11 +240,11 @@ export async function assignCustomerTier(
 }
 
 /** The UPDATE of the assignments, for the customers a WHERE added to it names. */
-function tiersUpdate(db: Kysely<Database>, now: number) {
+function tiersUpdate(db: Kysely<Database>, now: number, excluded: number | null = null) {
   return db
     .updateTable('customers')
-    .set((eb) => ({ vip_tier_id: tierOf(eb), updated_at: now }))
-    .where((eb) => eb('vip_tier_id', 'is distinct from', tierOf(eb)));
+    .set((eb) => ({ vip_tier_id: tierOf(eb, excluded), updated_at: now }))
+    .where((eb) => eb('vip_tier_id', 'is distinct from', tierOf(eb, excluded)));
 }
 
 const assignCustomerTierQuery = compiledQuery((db, v: { customerId: number; now: number }) =>

@@ -12,5 +12,5 @@ declare module '../services.js' {
 export const vipTiersRoom = defineRoom({
   name: 'vipTiers',
   routes,
-  service: ({ db, uow, services }) => new VipTiersService(db.kysely, uow, services.accounts),
+  service: ({ db, uow, services }) => new VipTiersService(db.kysely, uow, services.accounts, services.events),
 });

@@ -74,5 +74,50 @@ export const VipTierInput = Type.Object(
 );
 export type VipTierInput = Static<typeof VipTierInput>;
 
-export const VipTierChange = Type.Partial(VipTierInput, { additionalProperties: false });
+/** What `loyalty vip-tiers update` accepts: the fields to change. */
+export const VipTierPatch = Type.Partial(VipTierInput, { additionalProperties: false });
+export type VipTierPatch = Static<typeof VipTierPatch>;
+
+/** A tier as a change names it: enough to show it, even after the tier was deleted. */
+export const VipTierSummary = Type.Object(
+  {
+    id: Type.Integer({ description: 'Identifier of the tier' }),
+    name: Type.String({ description: 'Display name of the tier' }),
+    image_url: Type.String({ description: 'Image of the tier; "" when it has none' }),
+  },
+  { description: 'A VIP tier, as it was at the change' },
+);
+export type VipTierSummary = Static<typeof VipTierSummary>;
+
+/** A customer's move between tiers (the reference's VipTierChange, with `customer_id`). */
+export const VipTierChange = Type.Object(
+  {
+    id: Type.Integer({ description: 'Identifier of the VIP tier change' }),
+    customer_id: Type.Integer({ description: 'The customer who moved' }),
+    previous_vip_tier: Type.Union([VipTierSummary, Type.Null()], {
+      description: 'The tier the customer was in before the change; null: none',
+    }),
+    current_vip_tier: Type.Union([VipTierSummary, Type.Null()], {
+      description: 'The tier the customer is in after the change; null: none',
+    }),
+    description: Type.String({ description: 'The change in words ("Achieved Gold", "Left Gold")' }),
+    created_at: Type.String({ format: 'date-time' }),
+    updated_at: Type.String({ format: 'date-time', description: 'Equal to created_at: changes never change' }),
+  },
+  {
+    $id: 'VipTierChange',
+    description: "A customer's move from one VIP tier to another, for any reason (points earned, a tier changed)",
+    examples: [
+      {
+        id: 14,
+        customer_id: 7,
+        previous_vip_tier: { id: 1, name: 'Silver', image_url: '' },
+        current_vip_tier: { id: 2, name: 'Gold', image_url: 'https://cdn.example.com/tiers/gold.svg' },
+        description: 'Achieved Gold',
+        created_at: '2026-01-05T16:30:00.000Z',
+        updated_at: '2026-01-05T16:30:00.000Z',
+      },
+    ],
+  },
+);
 export type VipTierChange = Static<typeof VipTierChange>;

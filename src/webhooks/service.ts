@@ -1,22 +1,112 @@
-import type { RecordedEvent } from '../events/service.js';
-import type { JobsService, NewJob } from '../jobs/service.js';
-import type { Work } from '../storage/unit-of-work.js';
-import { findSubscribers, type Subscriber } from './repository.js';
+import type { Kysely } from 'kysely';
+import { decodeScopes, grants, type Scope } from '../auth/scopes.js';
+import type { Clock } from '../clock.js';
+import { isoTime } from '../common-schemas.js';
+import type { EventSettings } from '../config.js';
+import { DomainError, invalidParameter, notFound } from '../errors.js';
+import { EVENT_TYPES, type EventType, isEventType } from '../events/catalog.js';
+import type { EventsService, RecordedEvent } from '../events/service.js';
+import type { JobHandler, JobsService, NewJob } from '../jobs/service.js';
+import { Cursors, keysetPage } from '../pagination/keyset.js';
+import { DEFAULT_LIMIT } from '../pagination/schemas.js';
+import type { Database } from '../storage/schema.js';
+import type { UnitOfWork, Work } from '../storage/unit-of-work.js';
+import { validate } from '../validate.js';
+import { WebhookDeliverer } from './delivery.js';
+import { endpointGroup, WEBHOOK_DELIVERY_QUEUE } from './delivery-queue.js';
+import { urlProblem } from './destination.js';
+import {
+  countEndpoints,
+  deleteEndpoint,
+  deleteGrantEndpoints,
+  type EndpointChanges,
+  type EndpointRow,
+  type EndpointScope,
+  findAttemptsPage,
+  findEndpoint,
+  findEndpointsPage,
+  findSubscribers,
+  insertEndpoint,
+  lockAccountEndpoints,
+  type Subscriber,
+  updateEndpoint,
+} from './repository.js';
+import {
+  type EventJson,
+  MAX_ENDPOINTS_PER_ACCOUNT,
+  SUBSCRIBABLE_EVENT_TYPES,
+  type WebhookDeliveriesPage,
+  type WebhookEndpoint,
+  WebhookEndpointChange,
+  WebhookEndpointInput,
+  type WebhookEndpointsPage,
+} from './schemas.js';
+import { newWebhookSecret, WebhookSecrets } from './secrets.js';
 
-/** The queue of webhook deliveries: one job per (event, endpoint), grouped by endpoint. */
-export const WEBHOOK_DELIVERY_QUEUE = 'webhook_delivery';
-
-/** The job group of an endpoint's deliveries (at most 10 of them in flight at once). */
-export const endpointGroup = (endpointId: number) => `webhook_endpoint:${endpointId}`;
+export { endpointGroup, WEBHOOK_DELIVERY_QUEUE } from './delivery-queue.js';
+export type { EventJson, WebhookDeliveriesPage, WebhookEndpoint, WebhookEndpointsPage } from './schemas.js';
 
 /** True when an endpoint whose `event_types` column is `eventTypes` receives events of `type`. */
 export function subscribes(eventTypes: string, type: string): boolean {
   return type !== 'ping' && (eventTypes === '*' || eventTypes.includes(` ${type} `));
 }
 
+/** How long a rotated-out secret keeps signing beside the new one. */
+export const PREVIOUS_SECRET_TTL_MS = 24 * 60 * 60 * 1000;
+
+/**
+ * Who makes or changes an endpoint. An app's OAuth token issued under a grant (`grantId`, with
+ * the token's `scopes`) makes an endpoint of that grant: it receives only what those scopes can
+ * read, and is deleted with the grant. An API key, a token issued by the CLI (no grant) or the
+ * console: `grantId` and `scopes` null.
+ */
+export interface EndpointOwner {
+  accountId: number;
+  grantId: number | null;
+  scopes: readonly Scope[] | null;
+}
+
+const ENDPOINTS_CURSOR = { resource: 'webhook_endpoints', filtered: false };
+const DELIVERIES_CURSOR = { resource: 'webhook_deliveries', filtered: true };
+
+export interface WebhooksDeps {
+  db: Kysely<Database>;
+  uow: UnitOfWork;
+  clock: Clock;
+  jobs: JobsService;
+  /** Lazy: the events room reaches this one lazily too (the outbox's fan-out). */
+  events: () => EventsService;
+  settings: EventSettings;
+}
+
 /** Webhook endpoints: where events are sent, signed, with retries and a delivery log. */
 export class WebhooksService {
-  constructor(private readonly jobs: JobsService) {}
+  /** Seals and opens the endpoints' signing secrets (shared with the deliverer). */
+  readonly secrets: WebhookSecrets;
+  /** Makes the deliveries (the `webhook_delivery` queue's jobs). */
+  readonly deliverer: WebhookDeliverer;
+  private readonly db: Kysely<Database>;
+  private readonly uow: UnitOfWork;
+  private readonly jobs: JobsService;
+  private readonly settings: EventSettings;
+  private readonly cursors: Cursors;
+
+  constructor(private readonly deps: WebhooksDeps) {
+    this.db = deps.db;
+    this.uow = deps.uow;
+    this.jobs = deps.jobs;
+    this.settings = deps.settings;
+    this.cursors = new Cursors(deps.db, deps.clock);
+    this.secrets = new WebhookSecrets(deps.db, deps.clock);
+    this.deliverer = new WebhookDeliverer({
+      db: deps.db,
+      uow: deps.uow,
+      clock: deps.clock,
+      jobs: deps.jobs,
+      secrets: this.secrets,
+      settings: deps.settings,
+    });
+  }
 
   /**
    * One delivery job per (event, enabled endpoint of its account subscribed to its type), in the
@@ -33,15 +123,300 @@ export class WebhooksService {
       }
       for (const endpoint of endpoints) {
         if (!subscribes(endpoint.eventTypes, event.type)) continue;
-        deliveries.push({
-          queue: WEBHOOK_DELIVERY_QUEUE,
-          accountId: event.accountId,
-          groupKey: endpointGroup(endpoint.id),
-          subjectId: event.id,
-          payload: { webhook_endpoint_id: endpoint.id },
-        });
+        deliveries.push(deliveryJob(event.accountId, endpoint.id, event.id));
       }
     }
     await this.jobs.enqueue(w, deliveries);
   }
+
+  /**
+   * Makes an endpoint from a `webhook_endpoint` object (checked here, for every front door), with
+   * a new secret: the one answer that shows it. At most 20 per account.
+   */
+  async create(owner: EndpointOwner, input: unknown): Promise<WebhookEndpoint & { secret: string }> {
+    const endpoint = validate(WebhookEndpointInput, input, 'webhook_endpoint');
+    this.checkUrl(endpoint.url);
+    const enabled = enabledEvents(endpoint.enabled_events);
+    const eventTypes = eventTypesColumn(enabled, owner.scopes);
+    const secret = newWebhookSecret();
+    const sealed = await this.secrets.seal(owner.accountId, secret);
+    const id = await this.uow.run(async (w) => {
+      await lockAccountEndpoints(w.trx, owner.accountId);
+      const { endpoints } = await countEndpoints(w.trx, owner.accountId);
+      if (endpoints >= MAX_ENDPOINTS_PER_ACCOUNT) {
+        throw invalidParameter(
+          'webhook_endpoint',
+          `cannot be added: the account has ${endpoints} webhook endpoints, the most it may have (${MAX_ENDPOINTS_PER_ACCOUNT}); delete one first`,
+        );
+      }
+      return insertEndpoint(w.trx, {
+        account_id: owner.accountId,
+        grant_id: owner.grantId,
+        url: endpoint.url,
+        description: endpoint.description ?? '',
+        enabled_events: JSON.stringify(enabled),
+        event_types: eventTypes,
+        status: endpoint.status ?? 'enabled',
+        secret: sealed,
+        previous_secret: null,
+        previous_secret_expires_at: null,
+        failing_since: null,
+        created_at: w.now,
+        updated_at: w.now,
+      });
+    });
+    return { ...(await this.get(owner.accountId, id)), secret };
+  }
+
+  /** One page of the account's endpoints (only its grant's, for an app's `grantId`), id descending. */
+  async list(
+    accountId: number,
+    query: { limit?: number; cursor?: string },
+    grantId: number | null = null,
+  ): Promise<WebhookEndpointsPage> {
+    const scope = { accountId, grantId };
+    const page = await keysetPage({
+      codec: await this.cursors.codec(ENDPOINTS_CURSOR),
+      accountId,
+      limit: query.limit ?? DEFAULT_LIMIT,
+      cursor: query.cursor,
+      fetch: async (direction, boundary, rows) =>
+        (await findEndpointsPage(this.db, scope, direction, boundary, rows)).map(toEndpoint),
+    });
+    return { webhook_endpoints: page.items, metadata: page.metadata };
+  }
+
+  /** The account's endpoint; `404 not_found` for one it does not have (or, for an app, not its grant's). */
+  async get(accountId: number, id: number, grantId: number | null = null): Promise<WebhookEndpoint> {
+    return toEndpoint(await this.require(this.db, { accountId, grantId }, id));
+  }
+
+  /**
+   * Changes the fields given. Disabling parks the endpoint's pending deliveries; enabling it again
+   * clears its failure streak and makes them due at once.
+   */
+  async update(owner: EndpointOwner, id: number, input: unknown): Promise<WebhookEndpoint> {
+    const change = validate(WebhookEndpointChange, input, 'webhook_endpoint');
+    if (change.url !== undefined) this.checkUrl(change.url);
+    const enabled = change.enabled_events === undefined ? undefined : enabledEvents(change.enabled_events);
+    await this.uow.run(async (w) => {
+      const row = await this.require(w.trx, owner, id);
+      const changes: EndpointChanges = {};
+      if (change.url !== undefined) changes.url = change.url;
+      if (change.description !== undefined) changes.description = change.description;
+      if (enabled !== undefined) {
+        changes.enabled_events = JSON.stringify(enabled);
+        changes.event_types = eventTypesColumn(enabled, grantScopes(row, owner));
+      }
+      if (change.status === 'disabled') {
+        changes.status = 'disabled';
+        await this.jobs.parkGroup(w, endpointGroup(id));
+      } else if (change.status === 'enabled' && row.status === 'disabled') {
+        changes.status = 'enabled';
+        changes.failing_since = null;
+        await this.jobs.resumeGroup(w, endpointGroup(id));
+      }
+      if (Object.keys(change).length === 0) return;
+      changes.updated_at = w.now;
+      if (!(await updateEndpoint(w.trx, owner.accountId, id, changes))) throw endpointNotFound(id);
+    });
+    return this.get(owner.accountId, id);
+  }
+
+  /** Deletes the endpoint, its delivery log and its pending deliveries. */
+  async delete(accountId: number, id: number, grantId: number | null = null): Promise<void> {
+    await this.uow.run(async (w) => {
+      await this.require(w.trx, { accountId, grantId }, id);
+      if (!(await deleteEndpoint(w.trx, accountId, id))) throw endpointNotFound(id);
+      await this.jobs.dropGroup(w, endpointGroup(id));
+    });
+  }
+
+  /**
+   * A new secret, shown in this answer only; the one it replaces keeps signing beside it (a second
+   * signature) for 24 hours, so receivers can switch without losing a delivery.
+   */
+  async rotateSecret(
+    accountId: number,
+    id: number,
+    grantId: number | null = null,
+  ): Promise<WebhookEndpoint & { secret: string }> {
+    const secret = newWebhookSecret();
+    const sealed = await this.secrets.seal(accountId, secret);
+    await this.uow.run(async (w) => {
+      const row = await this.require(w.trx, { accountId, grantId }, id);
+      const rotated = await updateEndpoint(w.trx, accountId, id, {
+        secret: sealed,
+        previous_secret: row.secret,
+        previous_secret_expires_at: w.now + PREVIOUS_SECRET_TTL_MS,
+        updated_at: w.now,
+      });
+      if (!rotated) throw endpointNotFound(id);
+    });
+    return { ...(await this.get(accountId, id)), secret };
+  }
+
+  /** Records a `ping` event and sends it to this endpoint only; answers the event. */
+  async sendTest(accountId: number, id: number, grantId: number | null = null): Promise<EventJson> {
+    return this.uow.run(async (w) => {
+      const row = await this.require(w.trx, { accountId, grantId }, id);
+      refuseDisabled(row, 'id');
+      const event = await this.deps.events().recordAlone(w, accountId, 'ping', {});
+      await this.jobs.enqueue(w, [deliveryJob(accountId, id, event.id)]);
+      return { id: event.publicId, type: event.type, account_id: accountId, created_at: isoTime(w.now), data: {} };
+    });
+  }
+
+  /** One page of the endpoint's delivery log (of one event, with `event_id`), newest first. */
+  async deliveries(
+    accountId: number,
+    id: number,
+    query: { limit?: number; cursor?: string; event_id?: string },
+    grantId: number | null = null,
+  ): Promise<WebhookDeliveriesPage> {
+    await this.require(this.db, { accountId, grantId }, id);
+    const filters = { webhook_endpoint_id: id, ...(query.event_id === undefined ? {} : { event_id: query.event_id }) };
+    // An event the account does not have (or no longer has) has no attempts: an empty page.
+    const event = query.event_id === undefined ? undefined : await this.deps.events().find(accountId, query.event_id);
+    const eventId = event ? Number(event.id) : query.event_id === undefined ? null : undefined;
+    const page = await keysetPage({
+      codec: await this.cursors.codec(DELIVERIES_CURSOR),
+      accountId,
+      limit: query.limit ?? DEFAULT_LIMIT,
+      cursor: query.cursor,
+      filters,
+      fetch: async (direction, boundary, rows) => {
+        if (eventId === undefined) return [];
+        const attempts = await findAttemptsPage(this.db, accountId, id, eventId, direction, boundary, rows);
+        return attempts.map((a) => ({
+          id: a.id,
+          event_id: a.event_public_id,
+          event_type: a.event_type,
+          attempt: a.attempt,
+          status_code: a.status_code,
+          error: a.error,
+          duration_ms: a.duration_ms,
+          response_body: a.response_body,
+          created_at: isoTime(a.created_at),
+        }));
+      },
+    });
+    return { webhook_deliveries: page.items, metadata: page.metadata };
+  }
+
+  /**
+   * Sends the event to the endpoint again (whatever its type, subscribed or not), as a new
+   * delivery with its own retries. An app's endpoint is sent only what its grant can read: any
+   * other event is not found, as in the feed.
+   */
+  async resend(accountId: number, eventId: string, endpointId: number, grantId: number | null = null): Promise<void> {
+    const event = await this.deps.events().find(accountId, eventId);
+    if (!event) throw notFound(`event ${eventId} does not exist`);
+    await this.uow.run(async (w) => {
+      const row = await this.require(w.trx, { accountId, grantId }, endpointId);
+      const scopes = row.grant_id === null ? null : decodeScopes(row.grant_scopes ?? '');
+      if (scopes !== null && !(isEventType(event.type) && grants(scopes, EVENT_TYPES[event.type].scope))) {
+        throw notFound(`event ${eventId} does not exist`);
+      }
+      refuseDisabled(row, 'webhook_endpoint_id');
+      await this.jobs.enqueue(w, [deliveryJob(accountId, endpointId, Number(event.id))]);
+    });
+  }
+
+  /** Deletes a grant's endpoints and their pending deliveries, in the grant's revocation. */
+  async deleteForGrant(w: Work, grantId: number): Promise<void> {
+    for (const id of await deleteGrantEndpoints(w.trx, grantId)) await this.jobs.dropGroup(w, endpointGroup(id));
+  }
+
+  /** How many endpoints the account has, and how many are disabled (the console's overview). */
+  summary(accountId: number): Promise<{ endpoints: number; disabled: number }> {
+    return countEndpoints(this.db, accountId);
+  }
+
+  /** The `webhook_delivery` queue's work, for every server process's JobRunner. */
+  deliveryJob(): JobHandler {
+    return this.deliverer.handler();
+  }
+
+  private checkUrl(url: string): void {
+    const problem = urlProblem(url, this.settings.webhookAllowPrivateNetworks);
+    if (problem !== null) throw invalidParameter('webhook_endpoint.url', problem);
+  }
+
+  private async require(db: Kysely<Database>, scope: EndpointScope, id: number): Promise<EndpointRow> {
+    const row = await findEndpoint(db, scope, id);
+    if (!row) throw endpointNotFound(id);
+    return row;
+  }
+}
+
+/** The delivery of one event to one endpoint. */
+function deliveryJob(accountId: number, endpointId: number, eventId: number): NewJob {
+  return {
+    queue: WEBHOOK_DELIVERY_QUEUE,
+    accountId,
+    groupKey: endpointGroup(endpointId),
+    subjectId: eventId,
+    payload: { webhook_endpoint_id: endpointId },
+  };
+}
+
+function endpointNotFound(id: number): DomainError {
+  return notFound(`webhook endpoint ${id} does not exist`);
+}
+
+/** A disabled endpoint is sent nothing, a test or a resend included: `400`, saying how to enable it. */
+function refuseDisabled(row: EndpointRow, field: string): void {
+  if (row.status !== 'disabled') return;
+  const message = `names webhook endpoint ${row.id}, which is disabled: enable it (status "enabled") first`;
+  throw new DomainError('invalid_parameter', `${field} ${message}`, [{ field, message }]);
+}
+
+/** The enabled events as given, without repeats; `*` only alone. */
+function enabledEvents(given: readonly string[]): string[] {
+  const unique = [...new Set(given)];
+  if (unique.includes('*') && unique.length > 1) {
+    throw invalidParameter('webhook_endpoint.enabled_events', 'must be ["*"] alone, or a list of event types');
+  }
+  return unique;
+}
+
+/**
+ * The `event_types` column: `*`, or ` type type … `. For an app's endpoint (its grant's `scopes`),
+ * only the types those scopes can read, `*` becoming the list of them; none is `400`.
+ */
+function eventTypesColumn(enabled: readonly string[], scopes: readonly Scope[] | null): string {
+  if (scopes === null) return enabled.includes('*') ? '*' : ` ${enabled.join(' ')} `;
+  const wanted: readonly EventType[] = enabled.includes('*') ? SUBSCRIBABLE_EVENT_TYPES : enabled.filter(isEventType);
+  const readable = wanted.filter((type) => grants(scopes, EVENT_TYPES[type].scope));
+  if (readable.length === 0) {
+    throw invalidParameter(
+      'webhook_endpoint.enabled_events',
+      `names no event type this app's scopes can read (${wanted.map((t) => `${t} needs ${EVENT_TYPES[t].scope}`).join(', ')})`,
+    );
+  }
+  return ` ${readable.join(' ')} `;
+}
+
+/**
+ * The scopes an endpoint's events are narrowed by: none for an endpoint of no grant; for a grant's,
+ * the token's when its own app changes it, else the grant's (an API key changing an app's endpoint
+ * must not widen what the app receives).
+ */
+function grantScopes(row: EndpointRow, owner: EndpointOwner): readonly Scope[] | null {
+  if (row.grant_id === null) return null;
+  if (owner.grantId === row.grant_id && owner.scopes !== null) return owner.scopes;
+  return decodeScopes(row.grant_scopes ?? '');
+}
+
+function toEndpoint(row: EndpointRow): WebhookEndpoint {
+  return {
+    id: row.id,
+    url: row.url,
+    description: row.description,
+    enabled_events: JSON.parse(row.enabled_events) as string[],
+    status: row.status,
+    created_at: isoTime(row.created_at),
+    updated_at: isoTime(row.updated_at),
+  };
 }

@@ -334,6 +334,7 @@ describe.runIf(runnable)(`the merchant console in a real browser (Chromium, serv
       '/admin/api-keys',
       ...(keyId ? [`/admin/api-keys/${keyId}/revoke`, `/admin/api-keys/${keyId}/created`] : []),
       '/admin/apps',
+      '/admin/webhooks',
       '/admin/nothing-here',
     ];
     // Every console page is walked: the sections, and each page a section leads to.

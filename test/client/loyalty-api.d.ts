@@ -348,6 +348,178 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the events of the account, newest first
+         * @description Keyset pages, newest first (by creation order). Filters: `type` (one type or a comma-separated list; an unknown type is `400 invalid_parameter`) and `created_at_min`. A cursor carries its filters: sending it with other filters is `400 invalid_cursor`. A credential sees only the event types its scopes can read (each type needs the scope named for it under `webhooks`: `customer.*` needs `customer:read`, `points_transaction.created` `points_transaction:read`, …). Events are kept 30 days (`EVENT_RETENTION_DAYS`).
+         */
+        get: operations["listEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/events/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Retrieve an event
+         * @description An id the account does not have (another account's included), or of a type the credential cannot read, is `404 not_found`. A credential sees only the event types its scopes can read (each type needs the scope named for it under `webhooks`: `customer.*` needs `customer:read`, `points_transaction.created` `points_transaction:read`, …).
+         */
+        get: operations["getEvent"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhook_endpoints": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the webhook endpoints of the account, newest first
+         * @description Keyset pages in `id` descending order, with the cursors of every list. An app's token lists only the endpoints of its own grant. Secrets are never listed.
+         */
+        get: operations["listWebhookEndpoints"];
+        put?: never;
+        /**
+         * Add a webhook endpoint, which is sent the events it names
+         * @description The answer holds the endpoint's signing `secret`: the only time it is shown. `url`: https:// only, at most 2,048 characters, no credentials, and not a loopback, private, link-local, CGNAT, unspecified, multicast or broadcast address (`400 invalid_parameter` naming `webhook_endpoint.url`). `enabled_events`: event types, or `["*"]` for all. An endpoint made with an app's OAuth token belongs to that app's grant: it receives only the event types the token's scopes can read, and is deleted when the app is disconnected. At most 20 endpoints per account (the 21st is `400 invalid_parameter`).
+         */
+        post: operations["createWebhookEndpoint"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhook_endpoints/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Retrieve a webhook endpoint
+         * @description An id the account does not have (another account's, or for an app's token another grant's) is `404 not_found`. The secret is never shown again.
+         */
+        get: operations["getWebhookEndpoint"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a webhook endpoint
+         * @description Deletes the endpoint, its delivery log and its pending deliveries. Answers `204` with no body.
+         */
+        delete: operations["deleteWebhookEndpoint"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a webhook endpoint
+         * @description Any of `url`, `description`, `enabled_events` and `status`, checked as on create. `status: disabled` stops its deliveries (pending ones wait); `status: enabled` resumes them at once.
+         */
+        patch: operations["updateWebhookEndpoint"];
+        trace?: never;
+    };
+    "/v1/webhook_endpoints/{id}/rotate_secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Replace a webhook endpoint's signing secret
+         * @description The answer holds the new `secret`, shown this once. For 24 hours the old secret keeps signing beside the new one (two signatures in `webhook-signature`), so a receiver can switch without losing a delivery.
+         */
+        post: operations["rotateWebhookEndpointSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhook_endpoints/{id}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a test event to a webhook endpoint
+         * @description Records a `ping` event (data `{}`) and sends it to this endpoint only, as any delivery (signed, retried, logged). Answers `202` with the event; a disabled endpoint is `400 invalid_parameter`.
+         */
+        post: operations["sendWebhookEndpointTest"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhook_endpoints/{id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List a webhook endpoint's delivery attempts, newest first
+         * @description The delivery log: each attempt with its time, duration, status code or error, and the first 1 KiB of the answer. Filter `event_id` (`evt_…`). A cursor carries its filters: sending it with other filters is `400 invalid_cursor`.
+         */
+        get: operations["listWebhookDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/events/{id}/resend": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send an event to a webhook endpoint again
+         * @description A new delivery of the event (`evt_…`) to the endpoint named, whatever its type and whether or not the endpoint subscribes to it, with its own retries. An event or endpoint the account does not have is `404 not_found` (an app's endpoint is sent only event types its grant can read); a disabled endpoint is `400 invalid_parameter`. Answers `202` with no body.
+         */
+        post: operations["resendEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/.well-known/oauth-authorization-server": {
         parameters: {
             query?: never;
@@ -409,7 +581,188 @@ export interface paths {
         trace?: never;
     };
 }
-export type webhooks = Record<string, never>;
+export interface webhooks {
+    "customer.created": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * `customer.created`: A customer was made (create_or_update, an activity, the CLI, the console).
+         * @description Sent to every enabled endpoint whose `enabled_events` name `customer.created` or `*`; an endpoint made with an app's access token is sent it only if the app's grant holds `customer:read`. In the feed (`GET /v1/events`), a credential sees it with `event:read` and `customer:read`. The body is the event, `data` exactly as the API showed the resource at the change; verify the `webhook-signature` over the raw body before parsing it.
+         */
+        post: operations["onCustomerCreated"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "customer.updated": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * `customer.updated`: A customer's state, name or email changed (not a balance change).
+         * @description Sent to every enabled endpoint whose `enabled_events` name `customer.updated` or `*`; an endpoint made with an app's access token is sent it only if the app's grant holds `customer:read`. In the feed (`GET /v1/events`), a credential sees it with `event:read` and `customer:read`. The body is the event, `data` exactly as the API showed the resource at the change; verify the `webhook-signature` over the raw body before parsing it.
+         */
+        post: operations["onCustomerUpdated"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "activity.created": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * `activity.created`: An activity was recorded (not its idempotent replays), with its credits.
+         * @description Sent to every enabled endpoint whose `enabled_events` name `activity.created` or `*`; an endpoint made with an app's access token is sent it only if the app's grant holds `activity:write`. In the feed (`GET /v1/events`), a credential sees it with `event:read` and `activity:write`. The body is the event, `data` exactly as the API showed the resource at the change; verify the `webhook-signature` over the raw body before parsing it.
+         */
+        post: operations["onActivityCreated"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "points_transaction.created": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * `points_transaction.created`: A ledger entry was written (credit, deduction, purchase, adjustment), with the customer after it.
+         * @description Sent to every enabled endpoint whose `enabled_events` name `points_transaction.created` or `*`; an endpoint made with an app's access token is sent it only if the app's grant holds `points_transaction:read`. In the feed (`GET /v1/events`), a credential sees it with `event:read` and `points_transaction:read`. The body is the event, `data` exactly as the API showed the resource at the change; verify the `webhook-signature` over the raw body before parsing it.
+         */
+        post: operations["onPointsTransactionCreated"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "customer.vip_tier_changed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * `customer.vip_tier_changed`: A customer's VIP tier changed, for any reason.
+         * @description Sent to every enabled endpoint whose `enabled_events` name `customer.vip_tier_changed` or `*`; an endpoint made with an app's access token is sent it only if the app's grant holds `customer:read`. In the feed (`GET /v1/events`), a credential sees it with `event:read` and `customer:read`. The body is the event, `data` exactly as the API showed the resource at the change; verify the `webhook-signature` over the raw body before parsing it.
+         */
+        post: operations["onCustomerVipTierChanged"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "points_purchase.created": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * `points_purchase.created`: Points were spent on a points product, with the fulfillment issued.
+         * @description Sent to every enabled endpoint whose `enabled_events` name `points_purchase.created` or `*`; an endpoint made with an app's access token is sent it only if the app's grant holds `points_purchase:write`. In the feed (`GET /v1/events`), a credential sees it with `event:read` and `points_purchase:write`. The body is the event, `data` exactly as the API showed the resource at the change; verify the `webhook-signature` over the raw body before parsing it.
+         */
+        post: operations["onPointsPurchaseCreated"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "reward_fulfillment.created": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * `reward_fulfillment.created`: A reward fulfillment (a code) was issued.
+         * @description Sent to every enabled endpoint whose `enabled_events` name `reward_fulfillment.created` or `*`; an endpoint made with an app's access token is sent it only if the app's grant holds `reward_fulfillment:read`. In the feed (`GET /v1/events`), a credential sees it with `event:read` and `reward_fulfillment:read`. The body is the event, `data` exactly as the API showed the resource at the change; verify the `webhook-signature` over the raw body before parsing it.
+         */
+        post: operations["onRewardFulfillmentCreated"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "reward_fulfillment.updated": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * `reward_fulfillment.updated`: A fulfillment's status or usage changed.
+         * @description Sent to every enabled endpoint whose `enabled_events` name `reward_fulfillment.updated` or `*`; an endpoint made with an app's access token is sent it only if the app's grant holds `reward_fulfillment:read`. In the feed (`GET /v1/events`), a credential sees it with `event:read` and `reward_fulfillment:read`. The body is the event, `data` exactly as the API showed the resource at the change; verify the `webhook-signature` over the raw body before parsing it.
+         */
+        post: operations["onRewardFulfillmentUpdated"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    ping: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * `ping`: A test event, sent on request to one endpoint.
+         * @description Sent only on request (`POST /v1/webhook_endpoints/{id}/test`), to that one endpoint; no endpoint subscribes to it. In the feed (`GET /v1/events`), a credential sees it with `event:read` and `webhook_endpoint:read`. The body is the event, `data` exactly as the API showed the resource at the change; verify the `webhook-signature` over the raw body before parsing it.
+         */
+        post: operations["onPing"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+}
 export interface components {
     schemas: {
         /**
@@ -934,6 +1287,380 @@ export interface components {
             updated_at: string;
         };
         /**
+         * @description Something that happened in the program, as the feed shows it and a webhook sends it
+         * @example {
+         *       "id": "evt_3Xk9fQ2mZp8LwR4tYv6BnQ1a",
+         *       "type": "reward_fulfillment.created",
+         *       "account_id": 1,
+         *       "created_at": "2026-01-06T09:15:00.000Z",
+         *       "data": {
+         *         "reward_fulfillment": {
+         *           "id": 9,
+         *           "name": "$5 off coupon",
+         *           "code": "K7MP2XQ9RT4WBN3H",
+         *           "customer_id": 7,
+         *           "fulfillment_status": "issued",
+         *           "image_url": "https://cdn.example.com/rewards/5-off.png",
+         *           "action_text": null,
+         *           "action_url": null,
+         *           "usage_instructions": null,
+         *           "terms_and_conditions": null,
+         *           "expires_at": null,
+         *           "usage_status": "untracked",
+         *           "used_at": null,
+         *           "created_at": "2026-01-06T09:15:00.000Z",
+         *           "updated_at": "2026-01-06T09:15:00.000Z"
+         *         }
+         *       }
+         *     }
+         */
+        Event: {
+            /** @description Identifier of the event: `evt_` and random base62 */
+            id: string;
+            /**
+             * @description What happened: one of the catalog (the `webhooks` section)
+             * @enum {string}
+             */
+            type: "customer.created" | "customer.updated" | "activity.created" | "points_transaction.created" | "customer.vip_tier_changed" | "points_purchase.created" | "reward_fulfillment.created" | "reward_fulfillment.updated" | "ping";
+            /** @description The account it happened in */
+            account_id: number;
+            /**
+             * Format: date-time
+             * @description When the change was made
+             */
+            created_at: string;
+            /** @description The resource under its usual key, as the API showed it at the change; the type's schema is under `webhooks` */
+            data: {
+                [key: string]: unknown;
+            };
+        };
+        /**
+         * @description A webhook endpoint with its signing secret, shown this once
+         * @example {
+         *       "id": 3,
+         *       "url": "https://store.example/webhooks/loyalty",
+         *       "description": "Checkout: create discount codes",
+         *       "enabled_events": [
+         *         "points_purchase.created",
+         *         "reward_fulfillment.updated"
+         *       ],
+         *       "status": "enabled",
+         *       "created_at": "2026-01-05T16:30:00.000Z",
+         *       "updated_at": "2026-01-05T16:30:00.000Z",
+         *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw/4kO3WH6N1M="
+         *     }
+         */
+        WebhookEndpointWithSecret: {
+            /** @description Identifier of the endpoint */
+            id: number;
+            /** @description Where events are sent (https://) */
+            url: string;
+            /** @description What the merchant calls it; "" when none */
+            description: string;
+            /** @description The event types sent to it, or `["*"]` for all. An app's endpoint receives only the types its grant's scopes can read, whatever it names. */
+            enabled_events: string[];
+            /**
+             * @description Disabled endpoints are sent nothing; their pending deliveries wait
+             * @enum {string}
+             */
+            status: "enabled" | "disabled";
+            /**
+             * Format: date-time
+             * @description When the endpoint was made
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description When it last changed
+             */
+            updated_at: string;
+            /** @description The signing secret: `whsec_` and the base64 of 32 random bytes. Shown only in this answer; keep it to verify the `webhook-signature` header. */
+            secret: string;
+        };
+        /**
+         * @description Where events are sent, signed with the endpoint's secret (the Standard Webhooks scheme)
+         * @example {
+         *       "id": 3,
+         *       "url": "https://store.example/webhooks/loyalty",
+         *       "description": "Checkout: create discount codes",
+         *       "enabled_events": [
+         *         "points_purchase.created",
+         *         "reward_fulfillment.updated"
+         *       ],
+         *       "status": "enabled",
+         *       "created_at": "2026-01-05T16:30:00.000Z",
+         *       "updated_at": "2026-01-05T16:30:00.000Z"
+         *     }
+         */
+        WebhookEndpoint: {
+            /** @description Identifier of the endpoint */
+            id: number;
+            /** @description Where events are sent (https://) */
+            url: string;
+            /** @description What the merchant calls it; "" when none */
+            description: string;
+            /** @description The event types sent to it, or `["*"]` for all. An app's endpoint receives only the types its grant's scopes can read, whatever it names. */
+            enabled_events: string[];
+            /**
+             * @description Disabled endpoints are sent nothing; their pending deliveries wait
+             * @enum {string}
+             */
+            status: "enabled" | "disabled";
+            /**
+             * Format: date-time
+             * @description When the endpoint was made
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description When it last changed
+             */
+            updated_at: string;
+        };
+        /**
+         * @description One attempt to deliver an event to an endpoint, kept as long as the event
+         * @example {
+         *       "id": 81,
+         *       "event_id": "evt_4bX9zQpL2mN7rT5vW8yK1cD3",
+         *       "event_type": "points_purchase.created",
+         *       "attempt": 1,
+         *       "status_code": 200,
+         *       "error": null,
+         *       "duration_ms": 42,
+         *       "response_body": "ok",
+         *       "created_at": "2026-01-05T16:30:01.000Z"
+         *     }
+         */
+        WebhookDelivery: {
+            /** @description Identifier of the attempt */
+            id: number;
+            /** @description The event sent (`evt_…`), the `webhook-id` header of the request */
+            event_id: string;
+            /** @description The event's type */
+            event_type: string;
+            /** @description Which attempt of this delivery, from 1 */
+            attempt: number;
+            /** @description The receiver's HTTP status, or null when no answer came (see error) */
+            status_code: number | null;
+            /** @description Why the attempt failed without an answer, or with a non-2xx one; null on success */
+            error: string | null;
+            /** @description How long the attempt took, in milliseconds */
+            duration_ms: number;
+            /** @description The first 1 KiB of the receiver's answer */
+            response_body: string;
+            /**
+             * Format: date-time
+             * @description When the attempt was made
+             */
+            created_at: string;
+        };
+        /** @description A `customer.created` event: A customer was made (create_or_update, an activity, the CLI, the console). */
+        CustomerCreatedEvent: {
+            /** @description Identifier of the event: `evt_` and random base62 */
+            id: string;
+            /** @constant */
+            type: "customer.created";
+            /** @description The account it happened in */
+            account_id: number;
+            /**
+             * Format: date-time
+             * @description When the change was made
+             */
+            created_at: string;
+            data: {
+                customer: components["schemas"]["Customer"];
+            };
+        };
+        /** @description A `customer.updated` event: A customer's state, name or email changed (not a balance change). */
+        CustomerUpdatedEvent: {
+            /** @description Identifier of the event: `evt_` and random base62 */
+            id: string;
+            /** @constant */
+            type: "customer.updated";
+            /** @description The account it happened in */
+            account_id: number;
+            /**
+             * Format: date-time
+             * @description When the change was made
+             */
+            created_at: string;
+            data: {
+                customer: components["schemas"]["Customer"];
+            };
+        };
+        /** @description A `activity.created` event: An activity was recorded (not its idempotent replays), with its credits. */
+        ActivityCreatedEvent: {
+            /** @description Identifier of the event: `evt_` and random base62 */
+            id: string;
+            /** @constant */
+            type: "activity.created";
+            /** @description The account it happened in */
+            account_id: number;
+            /**
+             * Format: date-time
+             * @description When the change was made
+             */
+            created_at: string;
+            data: {
+                activity: components["schemas"]["Activity"];
+            };
+        };
+        /** @description A `points_transaction.created` event: A ledger entry was written (credit, deduction, purchase, adjustment), with the customer after it. */
+        PointsTransactionCreatedEvent: {
+            /** @description Identifier of the event: `evt_` and random base62 */
+            id: string;
+            /** @constant */
+            type: "points_transaction.created";
+            /** @description The account it happened in */
+            account_id: number;
+            /**
+             * Format: date-time
+             * @description When the change was made
+             */
+            created_at: string;
+            data: {
+                points_transaction: components["schemas"]["PointsTransaction"];
+                customer: components["schemas"]["Customer"];
+            };
+        };
+        /**
+         * @description A customer's move from one VIP tier to another, for any reason (points earned, a tier changed)
+         * @example {
+         *       "id": 14,
+         *       "customer_id": 7,
+         *       "previous_vip_tier": {
+         *         "id": 1,
+         *         "name": "Silver",
+         *         "image_url": ""
+         *       },
+         *       "current_vip_tier": {
+         *         "id": 2,
+         *         "name": "Gold",
+         *         "image_url": "https://cdn.example.com/tiers/gold.svg"
+         *       },
+         *       "description": "Achieved Gold",
+         *       "created_at": "2026-01-05T16:30:00.000Z",
+         *       "updated_at": "2026-01-05T16:30:00.000Z"
+         *     }
+         */
+        VipTierChange: {
+            /** @description Identifier of the VIP tier change */
+            id: number;
+            /** @description The customer who moved */
+            customer_id: number;
+            /** @description The tier the customer was in before the change; null: none */
+            previous_vip_tier: {
+                /** @description Identifier of the tier */
+                id: number;
+                /** @description Display name of the tier */
+                name: string;
+                /** @description Image of the tier; "" when it has none */
+                image_url: string;
+            } | null;
+            /** @description The tier the customer is in after the change; null: none */
+            current_vip_tier: {
+                /** @description Identifier of the tier */
+                id: number;
+                /** @description Display name of the tier */
+                name: string;
+                /** @description Image of the tier; "" when it has none */
+                image_url: string;
+            } | null;
+            /** @description The change in words ("Achieved Gold", "Left Gold") */
+            description: string;
+            /** Format: date-time */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description Equal to created_at: changes never change
+             */
+            updated_at: string;
+        };
+        /** @description A `customer.vip_tier_changed` event: A customer's VIP tier changed, for any reason. */
+        CustomerVipTierChangedEvent: {
+            /** @description Identifier of the event: `evt_` and random base62 */
+            id: string;
+            /** @constant */
+            type: "customer.vip_tier_changed";
+            /** @description The account it happened in */
+            account_id: number;
+            /**
+             * Format: date-time
+             * @description When the change was made
+             */
+            created_at: string;
+            data: {
+                vip_tier_change: components["schemas"]["VipTierChange"];
+            };
+        };
+        /** @description A `points_purchase.created` event: Points were spent on a points product, with the fulfillment issued. */
+        PointsPurchaseCreatedEvent: {
+            /** @description Identifier of the event: `evt_` and random base62 */
+            id: string;
+            /** @constant */
+            type: "points_purchase.created";
+            /** @description The account it happened in */
+            account_id: number;
+            /**
+             * Format: date-time
+             * @description When the change was made
+             */
+            created_at: string;
+            data: {
+                points_purchase: components["schemas"]["PointsPurchase"];
+            };
+        };
+        /** @description A `reward_fulfillment.created` event: A reward fulfillment (a code) was issued. */
+        RewardFulfillmentCreatedEvent: {
+            /** @description Identifier of the event: `evt_` and random base62 */
+            id: string;
+            /** @constant */
+            type: "reward_fulfillment.created";
+            /** @description The account it happened in */
+            account_id: number;
+            /**
+             * Format: date-time
+             * @description When the change was made
+             */
+            created_at: string;
+            data: {
+                reward_fulfillment: components["schemas"]["RewardFulfillment"];
+            };
+        };
+        /** @description A `reward_fulfillment.updated` event: A fulfillment's status or usage changed. */
+        RewardFulfillmentUpdatedEvent: {
+            /** @description Identifier of the event: `evt_` and random base62 */
+            id: string;
+            /** @constant */
+            type: "reward_fulfillment.updated";
+            /** @description The account it happened in */
+            account_id: number;
+            /**
+             * Format: date-time
+             * @description When the change was made
+             */
+            created_at: string;
+            data: {
+                reward_fulfillment: components["schemas"]["RewardFulfillment"];
+            };
+        };
+        /** @description A `ping` event: A test event, sent on request to one endpoint. */
+        PingEvent: {
+            /** @description Identifier of the event: `evt_` and random base62 */
+            id: string;
+            /** @constant */
+            type: "ping";
+            /** @description The account it happened in */
+            account_id: number;
+            /**
+             * Format: date-time
+             * @description When the change was made
+             */
+            created_at: string;
+            /** @description Nothing: a test event */
+            data: Record<string, never>;
+        };
+        /**
          * @description A points product at one price: `points_price` is set, the `variable_*` fields are null
          * @example {
          *       "id": 4,
@@ -1011,7 +1738,23 @@ export interface components {
         };
     };
     responses: never;
-    parameters: never;
+    parameters: {
+        /**
+         * @description The event id: the same on every attempt and every resend of the event to this endpoint, so a receiver drops the duplicates of at-least-once delivery by it.
+         * @example evt_3Xk9fQ2mZp8LwR4tYv6BnQ1a
+         */
+        WebhookId: string;
+        /**
+         * @description This attempt's time, in seconds since 1970-01-01T00:00:00Z: refuse one far from your clock.
+         * @example 1767716100
+         */
+        WebhookTimestamp: string;
+        /**
+         * @description `v1,` and the base64 of the HMAC-SHA256, keyed with the secret's bytes (the base64 after `whsec_`), of `{webhook-id}.{webhook-timestamp}.{body}`. For 24 hours after a rotation, two signatures separated by a space (the new secret's and the old one's): accept the request when one of them matches.
+         * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+         */
+        WebhookSignature: string;
+    };
     requestBodies: never;
     headers: {
         /** @description The request's id: the caller's own X-Request-Id if short and plain, else a UUID. Equal to `error.request_id`. */
@@ -6566,6 +7309,3854 @@ export interface operations {
             };
         };
     };
+    listEvents: {
+        parameters: {
+            query?: {
+                /** @description Most events to return, 1 to 250 (default 50) */
+                limit?: number;
+                /** @description `next_cursor` or `previous_cursor` of an earlier response; omit for the first page. An empty value is refused (`""` in metadata means there is no such page). */
+                cursor?: string;
+                /** @description Only events of this type, or of these types (comma-separated): customer.created, customer.updated, activity.created, points_transaction.created, customer.vip_tier_changed, points_purchase.created, reward_fulfillment.created, reward_fulfillment.updated, ping */
+                type?: string;
+                /** @description Only events created at or after this time (ISO 8601 date-time with an offset, such as 2026-01-31T00:00:00Z) */
+                created_at_min?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of events, newest first */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        events: components["schemas"]["Event"][];
+                        metadata: components["schemas"]["PageMetadata"];
+                    };
+                };
+            };
+            /** @description invalid_parameter, invalid_cursor or invalid_request */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "invalid_parameter",
+                     *         "message": "limit must be an integer from 1 to 250",
+                     *         "details": [
+                     *           {
+                     *             "field": "limit",
+                     *             "message": "must be an integer from 1 to 250"
+                     *           }
+                     *         ],
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "invalid_parameter" | "invalid_cursor" | "invalid_request";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description unauthorized: missing, unknown, revoked or expired credential */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "unauthorized",
+                     *         "message": "the credential is unknown, revoked or expired",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "unauthorized";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description insufficient_scope, oauth_token_required or https_required */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "insufficient_scope",
+                     *         "message": "this credential lacks the scope customer:read",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "insufficient_scope" | "oauth_token_required" | "https_required";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description rate_limited: over the credential rate limit, or too many failed authentications (see Retry-After) */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "rate_limited",
+                     *         "message": "rate limit of 10 requests per second exceeded; retry after 1 second",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "rate_limited";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "internal_error",
+                     *         "message": "an internal error occurred; quote the request id when reporting it",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "internal_error";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description unavailable: overloaded or the database is unreachable (see Retry-After) */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "unavailable",
+                     *         "message": "the service is temporarily unavailable; retry shortly",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "unavailable";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+        };
+    };
+    getEvent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Identifier of the event: `evt_` and random base62 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The event */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "event": {
+                     *         "id": "evt_3Xk9fQ2mZp8LwR4tYv6BnQ1a",
+                     *         "type": "reward_fulfillment.created",
+                     *         "account_id": 1,
+                     *         "created_at": "2026-01-06T09:15:00.000Z",
+                     *         "data": {
+                     *           "reward_fulfillment": {
+                     *             "id": 9,
+                     *             "name": "$5 off coupon",
+                     *             "code": "K7MP2XQ9RT4WBN3H",
+                     *             "customer_id": 7,
+                     *             "fulfillment_status": "issued",
+                     *             "image_url": "https://cdn.example.com/rewards/5-off.png",
+                     *             "action_text": null,
+                     *             "action_url": null,
+                     *             "usage_instructions": null,
+                     *             "terms_and_conditions": null,
+                     *             "expires_at": null,
+                     *             "usage_status": "untracked",
+                     *             "used_at": null,
+                     *             "created_at": "2026-01-06T09:15:00.000Z",
+                     *             "updated_at": "2026-01-06T09:15:00.000Z"
+                     *           }
+                     *         }
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        event: components["schemas"]["Event"];
+                    };
+                };
+            };
+            /** @description invalid_parameter, invalid_cursor or invalid_request */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "invalid_parameter",
+                     *         "message": "limit must be an integer from 1 to 250",
+                     *         "details": [
+                     *           {
+                     *             "field": "limit",
+                     *             "message": "must be an integer from 1 to 250"
+                     *           }
+                     *         ],
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "invalid_parameter" | "invalid_cursor" | "invalid_request";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description unauthorized: missing, unknown, revoked or expired credential */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "unauthorized",
+                     *         "message": "the credential is unknown, revoked or expired",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "unauthorized";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description insufficient_scope, oauth_token_required or https_required */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "insufficient_scope",
+                     *         "message": "this credential lacks the scope customer:read",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "insufficient_scope" | "oauth_token_required" | "https_required";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description not_found: no event with this id in the account */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "not_found",
+                     *         "message": "event 42 does not exist",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "not_found";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description rate_limited: over the credential rate limit, or too many failed authentications (see Retry-After) */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "rate_limited",
+                     *         "message": "rate limit of 10 requests per second exceeded; retry after 1 second",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "rate_limited";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "internal_error",
+                     *         "message": "an internal error occurred; quote the request id when reporting it",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "internal_error";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description unavailable: overloaded or the database is unreachable (see Retry-After) */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "unavailable",
+                     *         "message": "the service is temporarily unavailable; retry shortly",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "unavailable";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+        };
+    };
+    listWebhookEndpoints: {
+        parameters: {
+            query?: {
+                /** @description Most webhook endpoints to return, 1 to 250 (default 50) */
+                limit?: number;
+                /** @description `next_cursor` or `previous_cursor` of an earlier response; omit for the first page. An empty value is refused (`""` in metadata means there is no such page). */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of webhook endpoints, id descending */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        webhook_endpoints: components["schemas"]["WebhookEndpoint"][];
+                        metadata: components["schemas"]["PageMetadata"];
+                    };
+                };
+            };
+            /** @description invalid_parameter, invalid_cursor or invalid_request */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "invalid_parameter",
+                     *         "message": "limit must be an integer from 1 to 250",
+                     *         "details": [
+                     *           {
+                     *             "field": "limit",
+                     *             "message": "must be an integer from 1 to 250"
+                     *           }
+                     *         ],
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "invalid_parameter" | "invalid_cursor" | "invalid_request";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description unauthorized: missing, unknown, revoked or expired credential */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "unauthorized",
+                     *         "message": "the credential is unknown, revoked or expired",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "unauthorized";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description insufficient_scope, oauth_token_required or https_required */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "insufficient_scope",
+                     *         "message": "this credential lacks the scope customer:read",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "insufficient_scope" | "oauth_token_required" | "https_required";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description rate_limited: over the credential rate limit, or too many failed authentications (see Retry-After) */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "rate_limited",
+                     *         "message": "rate limit of 10 requests per second exceeded; retry after 1 second",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "rate_limited";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "internal_error",
+                     *         "message": "an internal error occurred; quote the request id when reporting it",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "internal_error";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description unavailable: overloaded or the database is unreachable (see Retry-After) */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "unavailable",
+                     *         "message": "the service is temporarily unavailable; retry shortly",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "unavailable";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+        };
+    };
+    createWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "webhook_endpoint": {
+                 *         "url": "https://store.example/webhooks/loyalty",
+                 *         "description": "Checkout: create discount codes",
+                 *         "enabled_events": [
+                 *           "points_purchase.created",
+                 *           "reward_fulfillment.updated"
+                 *         ]
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    webhook_endpoint: {
+                        /** @description https:// only, at most 2,048 characters, no credentials; its host may not be a loopback, private, link-local, CGNAT, unspecified, multicast or broadcast address */
+                        url: string;
+                        /** @description What to call it (default "") */
+                        description?: string;
+                        /** @description Event types to send (customer.created, customer.updated, activity.created, points_transaction.created, customer.vip_tier_changed, points_purchase.created, reward_fulfillment.created, reward_fulfillment.updated), or `["*"]` alone for all of them */
+                        enabled_events: ("customer.created" | "customer.updated" | "activity.created" | "points_transaction.created" | "customer.vip_tier_changed" | "points_purchase.created" | "reward_fulfillment.created" | "reward_fulfillment.updated" | "*")[];
+                        /**
+                         * @description enabled (default) or disabled
+                         * @enum {string}
+                         */
+                        status?: "enabled" | "disabled";
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description The endpoint, with its secret (shown this once) */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "webhook_endpoint": {
+                     *         "id": 3,
+                     *         "url": "https://store.example/webhooks/loyalty",
+                     *         "description": "Checkout: create discount codes",
+                     *         "enabled_events": [
+                     *           "points_purchase.created",
+                     *           "reward_fulfillment.updated"
+                     *         ],
+                     *         "status": "enabled",
+                     *         "created_at": "2026-01-05T16:30:00.000Z",
+                     *         "updated_at": "2026-01-05T16:30:00.000Z",
+                     *         "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw/4kO3WH6N1M="
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        webhook_endpoint: components["schemas"]["WebhookEndpointWithSecret"];
+                    };
+                };
+            };
+            /** @description invalid_parameter or invalid_request */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "invalid_parameter",
+                     *         "message": "webhook_endpoint.url must start with https://",
+                     *         "details": [
+                     *           {
+                     *             "field": "webhook_endpoint.url",
+                     *             "message": "must start with https://"
+                     *           }
+                     *         ],
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "invalid_parameter" | "invalid_request";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description unauthorized: missing, unknown, revoked or expired credential */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "unauthorized",
+                     *         "message": "the credential is unknown, revoked or expired",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "unauthorized";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description insufficient_scope, oauth_token_required or https_required */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "insufficient_scope",
+                     *         "message": "this credential lacks the scope customer:read",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "insufficient_scope" | "oauth_token_required" | "https_required";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description payload_too_large: the body is larger than 64 KiB */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "payload_too_large",
+                     *         "message": "the request body is larger than 64 KiB",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "payload_too_large";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description unsupported_media_type: the body is not sent as application/json */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "unsupported_media_type",
+                     *         "message": "the request body must be sent with Content-Type: application/json",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "unsupported_media_type";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description rate_limited: over the credential rate limit, or too many failed authentications (see Retry-After) */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "rate_limited",
+                     *         "message": "rate limit of 10 requests per second exceeded; retry after 1 second",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "rate_limited";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "internal_error",
+                     *         "message": "an internal error occurred; quote the request id when reporting it",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "internal_error";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description unavailable: overloaded or the database is unreachable (see Retry-After) */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "unavailable",
+                     *         "message": "the service is temporarily unavailable; retry shortly",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "unavailable";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+        };
+    };
+    getWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Identifier of the webhook endpoint */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "webhook_endpoint": {
+                     *         "id": 3,
+                     *         "url": "https://store.example/webhooks/loyalty",
+                     *         "description": "Checkout: create discount codes",
+                     *         "enabled_events": [
+                     *           "points_purchase.created",
+                     *           "reward_fulfillment.updated"
+                     *         ],
+                     *         "status": "enabled",
+                     *         "created_at": "2026-01-05T16:30:00.000Z",
+                     *         "updated_at": "2026-01-05T16:30:00.000Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        webhook_endpoint: components["schemas"]["WebhookEndpoint"];
+                    };
+                };
+            };
+            /** @description invalid_parameter, invalid_cursor or invalid_request */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "invalid_parameter",
+                     *         "message": "limit must be an integer from 1 to 250",
+                     *         "details": [
+                     *           {
+                     *             "field": "limit",
+                     *             "message": "must be an integer from 1 to 250"
+                     *           }
+                     *         ],
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "invalid_parameter" | "invalid_cursor" | "invalid_request";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description unauthorized: missing, unknown, revoked or expired credential */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "unauthorized",
+                     *         "message": "the credential is unknown, revoked or expired",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "unauthorized";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description insufficient_scope, oauth_token_required or https_required */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "insufficient_scope",
+                     *         "message": "this credential lacks the scope customer:read",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "insufficient_scope" | "oauth_token_required" | "https_required";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description not_found: no webhook endpoint with this id in the account */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "not_found",
+                     *         "message": "webhook endpoint 42 does not exist",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "not_found";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description rate_limited: over the credential rate limit, or too many failed authentications (see Retry-After) */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "rate_limited",
+                     *         "message": "rate limit of 10 requests per second exceeded; retry after 1 second",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "rate_limited";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "internal_error",
+                     *         "message": "an internal error occurred; quote the request id when reporting it",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "internal_error";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description unavailable: overloaded or the database is unreachable (see Retry-After) */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "unavailable",
+                     *         "message": "the service is temporarily unavailable; retry shortly",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "unavailable";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+        };
+    };
+    deleteWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Identifier of the webhook endpoint */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint was deleted */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description invalid_parameter, invalid_cursor or invalid_request */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "invalid_parameter",
+                     *         "message": "limit must be an integer from 1 to 250",
+                     *         "details": [
+                     *           {
+                     *             "field": "limit",
+                     *             "message": "must be an integer from 1 to 250"
+                     *           }
+                     *         ],
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "invalid_parameter" | "invalid_cursor" | "invalid_request";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description unauthorized: missing, unknown, revoked or expired credential */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "unauthorized",
+                     *         "message": "the credential is unknown, revoked or expired",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "unauthorized";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description insufficient_scope, oauth_token_required or https_required */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "insufficient_scope",
+                     *         "message": "this credential lacks the scope customer:read",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "insufficient_scope" | "oauth_token_required" | "https_required";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description not_found: no webhook endpoint with this id in the account */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "not_found",
+                     *         "message": "webhook endpoint 42 does not exist",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "not_found";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description rate_limited: over the credential rate limit, or too many failed authentications (see Retry-After) */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "rate_limited",
+                     *         "message": "rate limit of 10 requests per second exceeded; retry after 1 second",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "rate_limited";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "internal_error",
+                     *         "message": "an internal error occurred; quote the request id when reporting it",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "internal_error";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description unavailable: overloaded or the database is unreachable (see Retry-After) */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "unavailable",
+                     *         "message": "the service is temporarily unavailable; retry shortly",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "unavailable";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+        };
+    };
+    updateWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Identifier of the webhook endpoint */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "webhook_endpoint": {
+                 *         "status": "disabled"
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    webhook_endpoint: {
+                        /** @description https:// only, at most 2,048 characters, no credentials; its host may not be a loopback, private, link-local, CGNAT, unspecified, multicast or broadcast address */
+                        url?: string;
+                        /** @description What to call it (default "") */
+                        description?: string;
+                        /** @description Event types to send (customer.created, customer.updated, activity.created, points_transaction.created, customer.vip_tier_changed, points_purchase.created, reward_fulfillment.created, reward_fulfillment.updated), or `["*"]` alone for all of them */
+                        enabled_events?: ("customer.created" | "customer.updated" | "activity.created" | "points_transaction.created" | "customer.vip_tier_changed" | "points_purchase.created" | "reward_fulfillment.created" | "reward_fulfillment.updated" | "*")[];
+                        /**
+                         * @description enabled (default) or disabled
+                         * @enum {string}
+                         */
+                        status?: "enabled" | "disabled";
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description The endpoint after the change */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "webhook_endpoint": {
+                     *         "id": 3,
+                     *         "url": "https://store.example/webhooks/loyalty",
+                     *         "description": "Checkout: create discount codes",
+                     *         "enabled_events": [
+                     *           "points_purchase.created",
+                     *           "reward_fulfillment.updated"
+                     *         ],
+                     *         "status": "enabled",
+                     *         "created_at": "2026-01-05T16:30:00.000Z",
+                     *         "updated_at": "2026-01-05T16:30:00.000Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        webhook_endpoint: components["schemas"]["WebhookEndpoint"];
+                    };
+                };
+            };
+            /** @description invalid_parameter or invalid_request */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "invalid_parameter",
+                     *         "message": "webhook_endpoint.url must start with https://",
+                     *         "details": [
+                     *           {
+                     *             "field": "webhook_endpoint.url",
+                     *             "message": "must start with https://"
+                     *           }
+                     *         ],
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "invalid_parameter" | "invalid_request";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description unauthorized: missing, unknown, revoked or expired credential */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "unauthorized",
+                     *         "message": "the credential is unknown, revoked or expired",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "unauthorized";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description insufficient_scope, oauth_token_required or https_required */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "insufficient_scope",
+                     *         "message": "this credential lacks the scope customer:read",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "insufficient_scope" | "oauth_token_required" | "https_required";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description not_found: no webhook endpoint with this id in the account */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "not_found",
+                     *         "message": "webhook endpoint 42 does not exist",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "not_found";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description payload_too_large: the body is larger than 64 KiB */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "payload_too_large",
+                     *         "message": "the request body is larger than 64 KiB",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "payload_too_large";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description unsupported_media_type: the body is not sent as application/json */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "unsupported_media_type",
+                     *         "message": "the request body must be sent with Content-Type: application/json",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "unsupported_media_type";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description rate_limited: over the credential rate limit, or too many failed authentications (see Retry-After) */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "rate_limited",
+                     *         "message": "rate limit of 10 requests per second exceeded; retry after 1 second",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "rate_limited";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "internal_error",
+                     *         "message": "an internal error occurred; quote the request id when reporting it",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "internal_error";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description unavailable: overloaded or the database is unreachable (see Retry-After) */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "unavailable",
+                     *         "message": "the service is temporarily unavailable; retry shortly",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "unavailable";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+        };
+    };
+    rotateWebhookEndpointSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Identifier of the webhook endpoint */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint, with its new secret */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "webhook_endpoint": {
+                     *         "id": 3,
+                     *         "url": "https://store.example/webhooks/loyalty",
+                     *         "description": "Checkout: create discount codes",
+                     *         "enabled_events": [
+                     *           "points_purchase.created",
+                     *           "reward_fulfillment.updated"
+                     *         ],
+                     *         "status": "enabled",
+                     *         "created_at": "2026-01-05T16:30:00.000Z",
+                     *         "updated_at": "2026-01-05T16:30:00.000Z",
+                     *         "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw/4kO3WH6N1M="
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        webhook_endpoint: components["schemas"]["WebhookEndpointWithSecret"];
+                    };
+                };
+            };
+            /** @description invalid_parameter, invalid_cursor or invalid_request */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "invalid_parameter",
+                     *         "message": "limit must be an integer from 1 to 250",
+                     *         "details": [
+                     *           {
+                     *             "field": "limit",
+                     *             "message": "must be an integer from 1 to 250"
+                     *           }
+                     *         ],
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "invalid_parameter" | "invalid_cursor" | "invalid_request";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description unauthorized: missing, unknown, revoked or expired credential */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "unauthorized",
+                     *         "message": "the credential is unknown, revoked or expired",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "unauthorized";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description insufficient_scope, oauth_token_required or https_required */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "insufficient_scope",
+                     *         "message": "this credential lacks the scope customer:read",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "insufficient_scope" | "oauth_token_required" | "https_required";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description not_found: no webhook endpoint with this id in the account */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "not_found",
+                     *         "message": "webhook endpoint 42 does not exist",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "not_found";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description rate_limited: over the credential rate limit, or too many failed authentications (see Retry-After) */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "rate_limited",
+                     *         "message": "rate limit of 10 requests per second exceeded; retry after 1 second",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "rate_limited";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "internal_error",
+                     *         "message": "an internal error occurred; quote the request id when reporting it",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "internal_error";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description unavailable: overloaded or the database is unreachable (see Retry-After) */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "unavailable",
+                     *         "message": "the service is temporarily unavailable; retry shortly",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "unavailable";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+        };
+    };
+    sendWebhookEndpointTest: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Identifier of the webhook endpoint */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The test event, queued for delivery */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "event": {
+                     *         "id": "evt_4bX9zQpL2mN7rT5vW8yK1cD3",
+                     *         "type": "ping",
+                     *         "account_id": 1,
+                     *         "created_at": "2026-01-05T16:30:00.000Z",
+                     *         "data": {}
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /**
+                         * @description An event
+                         * @example {
+                         *       "id": "evt_4bX9zQpL2mN7rT5vW8yK1cD3",
+                         *       "type": "ping",
+                         *       "account_id": 1,
+                         *       "created_at": "2026-01-05T16:30:00.000Z",
+                         *       "data": {}
+                         *     }
+                         */
+                        event: {
+                            /** @description `evt_` and random base62 characters */
+                            id: string;
+                            /** @description The event type */
+                            type: string;
+                            account_id: number;
+                            /**
+                             * Format: date-time
+                             * @description When it happened
+                             */
+                            created_at: string;
+                            /** @description The resource, under its usual key */
+                            data: {
+                                [key: string]: unknown;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description invalid_parameter: the endpoint is disabled (enable it first), or a malformed parameter */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "invalid_parameter",
+                     *         "message": "id names webhook endpoint 3, which is disabled: enable it (status \"enabled\") first",
+                     *         "details": [
+                     *           {
+                     *             "field": "id",
+                     *             "message": "names webhook endpoint 3, which is disabled: enable it (status \"enabled\") first"
+                     *           }
+                     *         ],
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "invalid_parameter" | "invalid_request";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description unauthorized: missing, unknown, revoked or expired credential */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "unauthorized",
+                     *         "message": "the credential is unknown, revoked or expired",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "unauthorized";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description insufficient_scope, oauth_token_required or https_required */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "insufficient_scope",
+                     *         "message": "this credential lacks the scope customer:read",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "insufficient_scope" | "oauth_token_required" | "https_required";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description not_found: no webhook endpoint with this id in the account */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "not_found",
+                     *         "message": "webhook endpoint 42 does not exist",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "not_found";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description rate_limited: over the credential rate limit, or too many failed authentications (see Retry-After) */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "rate_limited",
+                     *         "message": "rate limit of 10 requests per second exceeded; retry after 1 second",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "rate_limited";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "internal_error",
+                     *         "message": "an internal error occurred; quote the request id when reporting it",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "internal_error";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description unavailable: overloaded or the database is unreachable (see Retry-After) */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "unavailable",
+                     *         "message": "the service is temporarily unavailable; retry shortly",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "unavailable";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+        };
+    };
+    listWebhookDeliveries: {
+        parameters: {
+            query?: {
+                /** @description Most delivery attempts to return, 1 to 250 (default 50) */
+                limit?: number;
+                /** @description `next_cursor` or `previous_cursor` of an earlier response; omit for the first page. An empty value is refused (`""` in metadata means there is no such page). */
+                cursor?: string;
+                /** @description Only the attempts of this event (`evt_…`) */
+                event_id?: string;
+            };
+            header?: never;
+            path: {
+                /** @description Identifier of the webhook endpoint */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of delivery attempts, newest first */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        webhook_deliveries: components["schemas"]["WebhookDelivery"][];
+                        metadata: components["schemas"]["PageMetadata"];
+                    };
+                };
+            };
+            /** @description invalid_parameter, invalid_cursor or invalid_request */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "invalid_parameter",
+                     *         "message": "limit must be an integer from 1 to 250",
+                     *         "details": [
+                     *           {
+                     *             "field": "limit",
+                     *             "message": "must be an integer from 1 to 250"
+                     *           }
+                     *         ],
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "invalid_parameter" | "invalid_cursor" | "invalid_request";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description unauthorized: missing, unknown, revoked or expired credential */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "unauthorized",
+                     *         "message": "the credential is unknown, revoked or expired",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "unauthorized";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description insufficient_scope, oauth_token_required or https_required */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "insufficient_scope",
+                     *         "message": "this credential lacks the scope customer:read",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "insufficient_scope" | "oauth_token_required" | "https_required";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description not_found: no webhook endpoint with this id in the account */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "not_found",
+                     *         "message": "webhook endpoint 42 does not exist",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "not_found";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description rate_limited: over the credential rate limit, or too many failed authentications (see Retry-After) */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "rate_limited",
+                     *         "message": "rate limit of 10 requests per second exceeded; retry after 1 second",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "rate_limited";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "internal_error",
+                     *         "message": "an internal error occurred; quote the request id when reporting it",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "internal_error";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description unavailable: overloaded or the database is unreachable (see Retry-After) */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "unavailable",
+                     *         "message": "the service is temporarily unavailable; retry shortly",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "unavailable";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+        };
+    };
+    resendEvent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The event to send again (`evt_…`) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "webhook_endpoint_id": 3
+                 *     }
+                 */
+                "application/json": {
+                    /** @description The endpoint to send it to */
+                    webhook_endpoint_id: number;
+                };
+            };
+        };
+        responses: {
+            /** @description The delivery is queued; no body */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description invalid_parameter: the endpoint is disabled (enable it first), or a malformed parameter */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "invalid_parameter",
+                     *         "message": "webhook_endpoint_id names webhook endpoint 3, which is disabled: enable it (status \"enabled\") first",
+                     *         "details": [
+                     *           {
+                     *             "field": "webhook_endpoint_id",
+                     *             "message": "names webhook endpoint 3, which is disabled: enable it (status \"enabled\") first"
+                     *           }
+                     *         ],
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "invalid_parameter" | "invalid_request";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description unauthorized: missing, unknown, revoked or expired credential */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "unauthorized",
+                     *         "message": "the credential is unknown, revoked or expired",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "unauthorized";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description insufficient_scope, oauth_token_required or https_required */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "insufficient_scope",
+                     *         "message": "this credential lacks the scope customer:read",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "insufficient_scope" | "oauth_token_required" | "https_required";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description not_found: no such event or webhook endpoint in the account */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "not_found",
+                     *         "message": "event evt_4bX9zQpL2mN7rT5vW8yK1cD3 does not exist",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "not_found";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description payload_too_large: the body is larger than 64 KiB */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "payload_too_large",
+                     *         "message": "the request body is larger than 64 KiB",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "payload_too_large";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description unsupported_media_type: the body is not sent as application/json */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "unsupported_media_type",
+                     *         "message": "the request body must be sent with Content-Type: application/json",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "unsupported_media_type";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description rate_limited: over the credential rate limit, or too many failed authentications (see Retry-After) */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "rate_limited",
+                     *         "message": "rate limit of 10 requests per second exceeded; retry after 1 second",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "rate_limited";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "internal_error",
+                     *         "message": "an internal error occurred; quote the request id when reporting it",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "internal_error";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description unavailable: overloaded or the database is unreachable (see Retry-After) */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "unavailable",
+                     *         "message": "the service is temporarily unavailable; retry shortly",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "unavailable";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+        };
+    };
     getAuthorizationServerMetadata: {
         parameters: {
             query?: never;
@@ -7020,6 +11611,715 @@ export interface operations {
                         error_description: string;
                     };
                 };
+            };
+        };
+    };
+    onCustomerCreated: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The event id: the same on every attempt and every resend of the event to this endpoint, so a receiver drops the duplicates of at-least-once delivery by it.
+                 * @example evt_3Xk9fQ2mZp8LwR4tYv6BnQ1a
+                 */
+                "webhook-id": components["parameters"]["WebhookId"];
+                /**
+                 * @description This attempt's time, in seconds since 1970-01-01T00:00:00Z: refuse one far from your clock.
+                 * @example 1767716100
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestamp"];
+                /**
+                 * @description `v1,` and the base64 of the HMAC-SHA256, keyed with the secret's bytes (the base64 after `whsec_`), of `{webhook-id}.{webhook-timestamp}.{body}`. For 24 hours after a rotation, two signatures separated by a space (the new secret's and the old one's): accept the request when one of them matches.
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignature"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The `customer.created` event, sent with `User-Agent: loyalty-webhooks/<version>` */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "id": "evt_3Xk9fQ2mZp8LwR4tYv6BnQ1a",
+                 *       "type": "customer.created",
+                 *       "account_id": 1,
+                 *       "created_at": "2026-01-06T09:15:00.000Z",
+                 *       "data": {
+                 *         "customer": {
+                 *           "id": 7,
+                 *           "first_name": "Jane",
+                 *           "last_name": "Doe",
+                 *           "email": "jane@example.com",
+                 *           "state": "member",
+                 *           "date_of_birth": null,
+                 *           "points_balance": 320,
+                 *           "referral_url": null,
+                 *           "vip_tier_id": 2,
+                 *           "vip_status": {
+                 *             "vip_tier_id": 2,
+                 *             "vip_tier_expires_at": null,
+                 *             "progress_value": 520,
+                 *             "current_vip_period_end": null,
+                 *             "delta_to_retain_vip_tier": null,
+                 *             "next_vip_tier_id": 3,
+                 *             "delta_to_next_vip_tier": 480
+                 *           },
+                 *           "created_at": "2026-01-02T10:00:00.000Z",
+                 *           "updated_at": "2026-01-05T16:30:00.000Z"
+                 *         }
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["CustomerCreatedEvent"];
+            };
+        };
+        responses: {
+            /** @description Received: the delivery succeeded and is never sent again (unless resent by hand) */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A failed attempt, as is any answer but a 2xx within 10 seconds (redirects are not followed): retried after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h (each with up to 10 % jitter), then the delivery is `failed`. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A failed attempt, as is any answer but a 2xx within 10 seconds (redirects are not followed): retried after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h (each with up to 10 % jitter), then the delivery is `failed`. */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    onCustomerUpdated: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The event id: the same on every attempt and every resend of the event to this endpoint, so a receiver drops the duplicates of at-least-once delivery by it.
+                 * @example evt_3Xk9fQ2mZp8LwR4tYv6BnQ1a
+                 */
+                "webhook-id": components["parameters"]["WebhookId"];
+                /**
+                 * @description This attempt's time, in seconds since 1970-01-01T00:00:00Z: refuse one far from your clock.
+                 * @example 1767716100
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestamp"];
+                /**
+                 * @description `v1,` and the base64 of the HMAC-SHA256, keyed with the secret's bytes (the base64 after `whsec_`), of `{webhook-id}.{webhook-timestamp}.{body}`. For 24 hours after a rotation, two signatures separated by a space (the new secret's and the old one's): accept the request when one of them matches.
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignature"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The `customer.updated` event, sent with `User-Agent: loyalty-webhooks/<version>` */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "id": "evt_3Xk9fQ2mZp8LwR4tYv6BnQ1a",
+                 *       "type": "customer.updated",
+                 *       "account_id": 1,
+                 *       "created_at": "2026-01-06T09:15:00.000Z",
+                 *       "data": {
+                 *         "customer": {
+                 *           "id": 7,
+                 *           "first_name": "Jane",
+                 *           "last_name": "Doe",
+                 *           "email": "jane@example.com",
+                 *           "state": "member",
+                 *           "date_of_birth": null,
+                 *           "points_balance": 320,
+                 *           "referral_url": null,
+                 *           "vip_tier_id": 2,
+                 *           "vip_status": {
+                 *             "vip_tier_id": 2,
+                 *             "vip_tier_expires_at": null,
+                 *             "progress_value": 520,
+                 *             "current_vip_period_end": null,
+                 *             "delta_to_retain_vip_tier": null,
+                 *             "next_vip_tier_id": 3,
+                 *             "delta_to_next_vip_tier": 480
+                 *           },
+                 *           "created_at": "2026-01-02T10:00:00.000Z",
+                 *           "updated_at": "2026-01-05T16:30:00.000Z"
+                 *         }
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["CustomerUpdatedEvent"];
+            };
+        };
+        responses: {
+            /** @description Received: the delivery succeeded and is never sent again (unless resent by hand) */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A failed attempt, as is any answer but a 2xx within 10 seconds (redirects are not followed): retried after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h (each with up to 10 % jitter), then the delivery is `failed`. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A failed attempt, as is any answer but a 2xx within 10 seconds (redirects are not followed): retried after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h (each with up to 10 % jitter), then the delivery is `failed`. */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    onActivityCreated: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The event id: the same on every attempt and every resend of the event to this endpoint, so a receiver drops the duplicates of at-least-once delivery by it.
+                 * @example evt_3Xk9fQ2mZp8LwR4tYv6BnQ1a
+                 */
+                "webhook-id": components["parameters"]["WebhookId"];
+                /**
+                 * @description This attempt's time, in seconds since 1970-01-01T00:00:00Z: refuse one far from your clock.
+                 * @example 1767716100
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestamp"];
+                /**
+                 * @description `v1,` and the base64 of the HMAC-SHA256, keyed with the secret's bytes (the base64 after `whsec_`), of `{webhook-id}.{webhook-timestamp}.{body}`. For 24 hours after a rotation, two signatures separated by a space (the new secret's and the old one's): accept the request when one of them matches.
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignature"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The `activity.created` event, sent with `User-Agent: loyalty-webhooks/<version>` */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "id": "evt_3Xk9fQ2mZp8LwR4tYv6BnQ1a",
+                 *       "type": "activity.created",
+                 *       "account_id": 1,
+                 *       "created_at": "2026-01-06T09:15:00.000Z",
+                 *       "data": {
+                 *         "activity": {
+                 *           "id": 31,
+                 *           "customer_id": 7,
+                 *           "token": "activity_3Xk9fQ2mZp8LwR4tYv6B",
+                 *           "distinct_id": "order-1001",
+                 *           "properties": {
+                 *             "amount": "25.50"
+                 *           },
+                 *           "created_on_origin_at": null,
+                 *           "created_at": "2026-01-05T16:30:00.000Z",
+                 *           "updated_at": "2026-01-05T16:30:00.000Z",
+                 *           "points_transactions": [
+                 *             {
+                 *               "id": 12,
+                 *               "customer_id": 7,
+                 *               "points_change": 25,
+                 *               "description": "Place an order",
+                 *               "internal_note": null,
+                 *               "activity_id": 31,
+                 *               "points_purchase_id": null,
+                 *               "created_at": "2026-01-05T16:30:00.000Z",
+                 *               "updated_at": "2026-01-05T16:30:00.000Z"
+                 *             }
+                 *           ]
+                 *         }
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["ActivityCreatedEvent"];
+            };
+        };
+        responses: {
+            /** @description Received: the delivery succeeded and is never sent again (unless resent by hand) */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A failed attempt, as is any answer but a 2xx within 10 seconds (redirects are not followed): retried after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h (each with up to 10 % jitter), then the delivery is `failed`. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A failed attempt, as is any answer but a 2xx within 10 seconds (redirects are not followed): retried after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h (each with up to 10 % jitter), then the delivery is `failed`. */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    onPointsTransactionCreated: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The event id: the same on every attempt and every resend of the event to this endpoint, so a receiver drops the duplicates of at-least-once delivery by it.
+                 * @example evt_3Xk9fQ2mZp8LwR4tYv6BnQ1a
+                 */
+                "webhook-id": components["parameters"]["WebhookId"];
+                /**
+                 * @description This attempt's time, in seconds since 1970-01-01T00:00:00Z: refuse one far from your clock.
+                 * @example 1767716100
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestamp"];
+                /**
+                 * @description `v1,` and the base64 of the HMAC-SHA256, keyed with the secret's bytes (the base64 after `whsec_`), of `{webhook-id}.{webhook-timestamp}.{body}`. For 24 hours after a rotation, two signatures separated by a space (the new secret's and the old one's): accept the request when one of them matches.
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignature"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The `points_transaction.created` event, sent with `User-Agent: loyalty-webhooks/<version>` */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "id": "evt_3Xk9fQ2mZp8LwR4tYv6BnQ1a",
+                 *       "type": "points_transaction.created",
+                 *       "account_id": 1,
+                 *       "created_at": "2026-01-06T09:15:00.000Z",
+                 *       "data": {
+                 *         "points_transaction": {
+                 *           "id": 12,
+                 *           "customer_id": 7,
+                 *           "points_change": 25,
+                 *           "description": "Place an order",
+                 *           "internal_note": null,
+                 *           "activity_id": 31,
+                 *           "points_purchase_id": null,
+                 *           "created_at": "2026-01-05T16:30:00.000Z",
+                 *           "updated_at": "2026-01-05T16:30:00.000Z"
+                 *         },
+                 *         "customer": {
+                 *           "id": 7,
+                 *           "first_name": "Jane",
+                 *           "last_name": "Doe",
+                 *           "email": "jane@example.com",
+                 *           "state": "member",
+                 *           "date_of_birth": null,
+                 *           "points_balance": 320,
+                 *           "referral_url": null,
+                 *           "vip_tier_id": 2,
+                 *           "vip_status": {
+                 *             "vip_tier_id": 2,
+                 *             "vip_tier_expires_at": null,
+                 *             "progress_value": 520,
+                 *             "current_vip_period_end": null,
+                 *             "delta_to_retain_vip_tier": null,
+                 *             "next_vip_tier_id": 3,
+                 *             "delta_to_next_vip_tier": 480
+                 *           },
+                 *           "created_at": "2026-01-02T10:00:00.000Z",
+                 *           "updated_at": "2026-01-05T16:30:00.000Z"
+                 *         }
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["PointsTransactionCreatedEvent"];
+            };
+        };
+        responses: {
+            /** @description Received: the delivery succeeded and is never sent again (unless resent by hand) */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A failed attempt, as is any answer but a 2xx within 10 seconds (redirects are not followed): retried after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h (each with up to 10 % jitter), then the delivery is `failed`. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A failed attempt, as is any answer but a 2xx within 10 seconds (redirects are not followed): retried after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h (each with up to 10 % jitter), then the delivery is `failed`. */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    onCustomerVipTierChanged: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The event id: the same on every attempt and every resend of the event to this endpoint, so a receiver drops the duplicates of at-least-once delivery by it.
+                 * @example evt_3Xk9fQ2mZp8LwR4tYv6BnQ1a
+                 */
+                "webhook-id": components["parameters"]["WebhookId"];
+                /**
+                 * @description This attempt's time, in seconds since 1970-01-01T00:00:00Z: refuse one far from your clock.
+                 * @example 1767716100
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestamp"];
+                /**
+                 * @description `v1,` and the base64 of the HMAC-SHA256, keyed with the secret's bytes (the base64 after `whsec_`), of `{webhook-id}.{webhook-timestamp}.{body}`. For 24 hours after a rotation, two signatures separated by a space (the new secret's and the old one's): accept the request when one of them matches.
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignature"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The `customer.vip_tier_changed` event, sent with `User-Agent: loyalty-webhooks/<version>` */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "id": "evt_3Xk9fQ2mZp8LwR4tYv6BnQ1a",
+                 *       "type": "customer.vip_tier_changed",
+                 *       "account_id": 1,
+                 *       "created_at": "2026-01-06T09:15:00.000Z",
+                 *       "data": {
+                 *         "vip_tier_change": {
+                 *           "id": 14,
+                 *           "customer_id": 7,
+                 *           "previous_vip_tier": {
+                 *             "id": 1,
+                 *             "name": "Silver",
+                 *             "image_url": ""
+                 *           },
+                 *           "current_vip_tier": {
+                 *             "id": 2,
+                 *             "name": "Gold",
+                 *             "image_url": "https://cdn.example.com/tiers/gold.svg"
+                 *           },
+                 *           "description": "Achieved Gold",
+                 *           "created_at": "2026-01-05T16:30:00.000Z",
+                 *           "updated_at": "2026-01-05T16:30:00.000Z"
+                 *         }
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["CustomerVipTierChangedEvent"];
+            };
+        };
+        responses: {
+            /** @description Received: the delivery succeeded and is never sent again (unless resent by hand) */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A failed attempt, as is any answer but a 2xx within 10 seconds (redirects are not followed): retried after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h (each with up to 10 % jitter), then the delivery is `failed`. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A failed attempt, as is any answer but a 2xx within 10 seconds (redirects are not followed): retried after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h (each with up to 10 % jitter), then the delivery is `failed`. */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    onPointsPurchaseCreated: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The event id: the same on every attempt and every resend of the event to this endpoint, so a receiver drops the duplicates of at-least-once delivery by it.
+                 * @example evt_3Xk9fQ2mZp8LwR4tYv6BnQ1a
+                 */
+                "webhook-id": components["parameters"]["WebhookId"];
+                /**
+                 * @description This attempt's time, in seconds since 1970-01-01T00:00:00Z: refuse one far from your clock.
+                 * @example 1767716100
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestamp"];
+                /**
+                 * @description `v1,` and the base64 of the HMAC-SHA256, keyed with the secret's bytes (the base64 after `whsec_`), of `{webhook-id}.{webhook-timestamp}.{body}`. For 24 hours after a rotation, two signatures separated by a space (the new secret's and the old one's): accept the request when one of them matches.
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignature"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The `points_purchase.created` event, sent with `User-Agent: loyalty-webhooks/<version>` */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PointsPurchaseCreatedEvent"];
+            };
+        };
+        responses: {
+            /** @description Received: the delivery succeeded and is never sent again (unless resent by hand) */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A failed attempt, as is any answer but a 2xx within 10 seconds (redirects are not followed): retried after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h (each with up to 10 % jitter), then the delivery is `failed`. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A failed attempt, as is any answer but a 2xx within 10 seconds (redirects are not followed): retried after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h (each with up to 10 % jitter), then the delivery is `failed`. */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    onRewardFulfillmentCreated: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The event id: the same on every attempt and every resend of the event to this endpoint, so a receiver drops the duplicates of at-least-once delivery by it.
+                 * @example evt_3Xk9fQ2mZp8LwR4tYv6BnQ1a
+                 */
+                "webhook-id": components["parameters"]["WebhookId"];
+                /**
+                 * @description This attempt's time, in seconds since 1970-01-01T00:00:00Z: refuse one far from your clock.
+                 * @example 1767716100
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestamp"];
+                /**
+                 * @description `v1,` and the base64 of the HMAC-SHA256, keyed with the secret's bytes (the base64 after `whsec_`), of `{webhook-id}.{webhook-timestamp}.{body}`. For 24 hours after a rotation, two signatures separated by a space (the new secret's and the old one's): accept the request when one of them matches.
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignature"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The `reward_fulfillment.created` event, sent with `User-Agent: loyalty-webhooks/<version>` */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "id": "evt_3Xk9fQ2mZp8LwR4tYv6BnQ1a",
+                 *       "type": "reward_fulfillment.created",
+                 *       "account_id": 1,
+                 *       "created_at": "2026-01-06T09:15:00.000Z",
+                 *       "data": {
+                 *         "reward_fulfillment": {
+                 *           "id": 9,
+                 *           "name": "$5 off coupon",
+                 *           "code": "K7MP2XQ9RT4WBN3H",
+                 *           "customer_id": 7,
+                 *           "fulfillment_status": "issued",
+                 *           "image_url": "https://cdn.example.com/rewards/5-off.png",
+                 *           "action_text": null,
+                 *           "action_url": null,
+                 *           "usage_instructions": null,
+                 *           "terms_and_conditions": null,
+                 *           "expires_at": null,
+                 *           "usage_status": "untracked",
+                 *           "used_at": null,
+                 *           "created_at": "2026-01-06T09:15:00.000Z",
+                 *           "updated_at": "2026-01-06T09:15:00.000Z"
+                 *         }
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["RewardFulfillmentCreatedEvent"];
+            };
+        };
+        responses: {
+            /** @description Received: the delivery succeeded and is never sent again (unless resent by hand) */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A failed attempt, as is any answer but a 2xx within 10 seconds (redirects are not followed): retried after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h (each with up to 10 % jitter), then the delivery is `failed`. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A failed attempt, as is any answer but a 2xx within 10 seconds (redirects are not followed): retried after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h (each with up to 10 % jitter), then the delivery is `failed`. */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    onRewardFulfillmentUpdated: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The event id: the same on every attempt and every resend of the event to this endpoint, so a receiver drops the duplicates of at-least-once delivery by it.
+                 * @example evt_3Xk9fQ2mZp8LwR4tYv6BnQ1a
+                 */
+                "webhook-id": components["parameters"]["WebhookId"];
+                /**
+                 * @description This attempt's time, in seconds since 1970-01-01T00:00:00Z: refuse one far from your clock.
+                 * @example 1767716100
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestamp"];
+                /**
+                 * @description `v1,` and the base64 of the HMAC-SHA256, keyed with the secret's bytes (the base64 after `whsec_`), of `{webhook-id}.{webhook-timestamp}.{body}`. For 24 hours after a rotation, two signatures separated by a space (the new secret's and the old one's): accept the request when one of them matches.
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignature"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The `reward_fulfillment.updated` event, sent with `User-Agent: loyalty-webhooks/<version>` */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "id": "evt_3Xk9fQ2mZp8LwR4tYv6BnQ1a",
+                 *       "type": "reward_fulfillment.updated",
+                 *       "account_id": 1,
+                 *       "created_at": "2026-01-06T09:15:00.000Z",
+                 *       "data": {
+                 *         "reward_fulfillment": {
+                 *           "id": 9,
+                 *           "name": "$5 off coupon",
+                 *           "code": "K7MP2XQ9RT4WBN3H",
+                 *           "customer_id": 7,
+                 *           "fulfillment_status": "issued",
+                 *           "image_url": "https://cdn.example.com/rewards/5-off.png",
+                 *           "action_text": null,
+                 *           "action_url": null,
+                 *           "usage_instructions": null,
+                 *           "terms_and_conditions": null,
+                 *           "expires_at": null,
+                 *           "usage_status": "untracked",
+                 *           "used_at": null,
+                 *           "created_at": "2026-01-06T09:15:00.000Z",
+                 *           "updated_at": "2026-01-06T09:15:00.000Z"
+                 *         }
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["RewardFulfillmentUpdatedEvent"];
+            };
+        };
+        responses: {
+            /** @description Received: the delivery succeeded and is never sent again (unless resent by hand) */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A failed attempt, as is any answer but a 2xx within 10 seconds (redirects are not followed): retried after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h (each with up to 10 % jitter), then the delivery is `failed`. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A failed attempt, as is any answer but a 2xx within 10 seconds (redirects are not followed): retried after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h (each with up to 10 % jitter), then the delivery is `failed`. */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    onPing: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The event id: the same on every attempt and every resend of the event to this endpoint, so a receiver drops the duplicates of at-least-once delivery by it.
+                 * @example evt_3Xk9fQ2mZp8LwR4tYv6BnQ1a
+                 */
+                "webhook-id": components["parameters"]["WebhookId"];
+                /**
+                 * @description This attempt's time, in seconds since 1970-01-01T00:00:00Z: refuse one far from your clock.
+                 * @example 1767716100
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestamp"];
+                /**
+                 * @description `v1,` and the base64 of the HMAC-SHA256, keyed with the secret's bytes (the base64 after `whsec_`), of `{webhook-id}.{webhook-timestamp}.{body}`. For 24 hours after a rotation, two signatures separated by a space (the new secret's and the old one's): accept the request when one of them matches.
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignature"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The `ping` event, sent with `User-Agent: loyalty-webhooks/<version>` */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "id": "evt_3Xk9fQ2mZp8LwR4tYv6BnQ1a",
+                 *       "type": "ping",
+                 *       "account_id": 1,
+                 *       "created_at": "2026-01-06T09:15:00.000Z",
+                 *       "data": {}
+                 *     }
+                 */
+                "application/json": components["schemas"]["PingEvent"];
+            };
+        };
+        responses: {
+            /** @description Received: the delivery succeeded and is never sent again (unless resent by hand) */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A failed attempt, as is any answer but a 2xx within 10 seconds (redirects are not followed): retried after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h (each with up to 10 % jitter), then the delivery is `failed`. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A failed attempt, as is any answer but a 2xx within 10 seconds (redirects are not followed): retried after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h (each with up to 10 % jitter), then the delivery is `failed`. */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
         };
     };

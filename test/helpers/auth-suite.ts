@@ -11,7 +11,7 @@ export interface AuthSuiteOptions {
   /** The route accepts only OAuth access tokens. */
   accessTokenOnly?: boolean;
   /** The status of the route's answer to `request` with a valid credential (on a fresh database). */
-  successStatus: 200 | 201;
+  successStatus: 200 | 201 | 202 | 204;
   /** Creates account A's data that the route could reveal or change. */
   seed: (t: TestApp, a: Tenant) => Promise<void>;
   /** Asserts that B's answer reveals and changed nothing of A's. */

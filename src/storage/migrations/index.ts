@@ -13,6 +13,7 @@ import * as activityTypeNames from './2026-11-25T0000-activity-type-names.js';
 import * as consoleKeysAndStaff from './2026-11-25T0100-console-keys-and-staff.js';
 import * as signInDelays from './2026-11-25T1200-sign-in-delays.js';
 import * as eventsWebhooksJobs from './2026-11-25T2000-events-webhooks-jobs.js';
+import * as vipTierChanges from './2026-11-25T2100-vip-tier-changes.js';
 
 /** Every migration, by name; names sort in the order they run. */
 export const migrations: Record<string, Migration> = {
@@ -30,4 +31,5 @@ export const migrations: Record<string, Migration> = {
   '2026-11-25T0100-console-keys-and-staff': consoleKeysAndStaff,
   '2026-11-25T1200-sign-in-delays': signInDelays,
   '2026-11-25T2000-events-webhooks-jobs': eventsWebhooksJobs,
+  '2026-11-25T2100-vip-tier-changes': vipTierChanges,
 };

@@ -1,0 +1,325 @@
+/// <reference lib="dom" />
+// The functions passed to page.evaluate run in the browser.
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import http from 'node:http';
+import { createRequire } from 'node:module';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
+import { Webhook } from 'standardwebhooks';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestDatabaseUrl, type TestDatabaseUrl, testEngine } from '../helpers/app.js';
+import { withServices } from '../helpers/seed.js';
+import { ROOT, type ServerProcess, startServer } from '../helpers/server-process.js';
+import { eventually } from '../helpers/wait.js';
+
+// Issue 29, "the console in Chromium": a merchant adds an endpoint pointing at a receiver running
+// in this test, copies the secret shown once, sends a test event, sees it arrive signed (checked
+// with the `standardwebhooks` package and the copied secret, never the service's own code), sees
+// the attempt in the delivery log and resends it. The real server process makes the deliveries
+// with its own job runner, as in production.
+
+const CHROMIUM = '/usr/bin/chromium';
+const ARTIFACTS = join(ROOT, 'test-artifacts', 'console', testEngine);
+const EMAIL = 'owner@webhooks-shop.example';
+const PASSWORD = 'a long console password';
+const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+/** How long a delivery may take to show: the contract's 1 s at p99, with room for a loaded machine. */
+const DELIVERY_WAIT_MS = 15_000;
+
+const runnable = existsSync(CHROMIUM) || Boolean(process.env.CI);
+if (!runnable) {
+  console.warn(`[webhooks browser test] skipped: ${CHROMIUM} does not exist (install Debian's chromium to run it).`);
+}
+
+/** One request the receiver got, as it arrived. */
+interface Arrival {
+  headers: Record<string, string>;
+  body: string;
+}
+
+/** A receiver as an integrator would run one: records each request and answers 200 at once. */
+async function startReceiver(): Promise<{ url: string; arrivals: Arrival[]; close(): Promise<void> }> {
+  const arrivals: Arrival[] = [];
+  const server = http.createServer((request, response) => {
+    const chunks: Buffer[] = [];
+    request.on('data', (chunk: Buffer) => chunks.push(chunk));
+    request.on('end', () => {
+      const headers: Record<string, string> = {};
+      for (const [name, value] of Object.entries(request.headers)) {
+        if (typeof value === 'string') headers[name] = value;
+      }
+      arrivals.push({ headers, body: Buffer.concat(chunks).toString('utf8') });
+      response.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve());
+  });
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/loyalty-hooks`,
+    arrivals,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+/** Like browser.test.ts: what does not fit a 375 px wide screen (sideways scrolling of the page or an element). */
+async function overflowAt375(page: Page): Promise<string[]> {
+  return page.evaluate(() => {
+    const problems: string[] = [];
+    const width = document.documentElement.clientWidth;
+    if (document.documentElement.scrollWidth > width) {
+      problems.push(`the page is ${document.documentElement.scrollWidth - width} px wider than the screen`);
+    }
+    const scrolls = (element: Element) => ['auto', 'scroll'].includes(getComputedStyle(element).overflowX);
+    for (const element of Array.from(document.body.querySelectorAll('*'))) {
+      const box = element.getBoundingClientRect();
+      if (box.width === 0 || box.height === 0 || box.right <= width + 0.5) continue;
+      let inside = element.parentElement;
+      while (inside && !scrolls(inside)) inside = inside.parentElement;
+      if (inside) continue;
+      problems.push(`${element.tagName.toLowerCase()} ends at ${Math.round(box.right)} px`);
+    }
+    return problems;
+  });
+}
+
+interface AxeViolation {
+  id: string;
+  impact: string | null;
+  help: string;
+  nodes: Array<{ target: string[] }>;
+}
+
+describe.runIf(runnable)(`the console's webhooks in a real browser (Chromium, server process, ${testEngine})`, () => {
+  let database: TestDatabaseUrl;
+  let server: ServerProcess | undefined;
+  let browser: Browser | undefined;
+  let context: BrowserContext;
+  let receiver: Awaited<ReturnType<typeof startReceiver>> | undefined;
+  const cspViolations: string[] = [];
+  /** The endpoint the first test made, for the later ones. */
+  let endpointPath = '';
+
+  beforeAll(async () => {
+    database = await createTestDatabaseUrl();
+    await withServices(database.url, async (services) => {
+      const account = await services.accounts.create('Webhooks Shop');
+      await services.users.create(account.id, { email: EMAIL, password: PASSWORD });
+    });
+    receiver = await startReceiver();
+    // The receiver is on 127.0.0.1 over http://: allowed for tests and private deployments only.
+    server = await startServer({
+      DATABASE_URL: database.url,
+      LOG_LEVEL: 'info',
+      WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
+    });
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'],
+    });
+    context = await browser.newContext({ viewport: { width: 1100, height: 900 } });
+    // The copy button writes to the clipboard; the test reads it back, as a paste would.
+    await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: server.url });
+    mkdirSync(ARTIFACTS, { recursive: true });
+  }, 60_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await server?.stop('SIGKILL');
+    await receiver?.close();
+    await database?.drop();
+  });
+
+  const base = () => (server as ServerProcess).url;
+
+  async function openPage(): Promise<Page> {
+    const page = await context.newPage();
+    page.on('console', (message) => {
+      if (/Content Security Policy/i.test(message.text())) cspViolations.push(message.text());
+    });
+    return page;
+  }
+
+  /** Reloads the page until the delivery log has `count` rows for `eventId` (bounded). */
+  async function logRows(page: Page, eventId: string, count: number): Promise<number> {
+    let rows = 0;
+    await eventually(async () => {
+      await page.reload();
+      rows = await page.locator('#delivery-log tbody tr', { hasText: eventId }).count();
+      return rows >= count;
+    }, DELIVERY_WAIT_MS);
+    return rows;
+  }
+
+  it('adds an endpoint, copies its secret once, sends a test event that arrives signed, and resends it', async () => {
+    const hooks = receiver!;
+    const page = await openPage();
+    await page.goto(`${base()}/admin/sign-in`);
+    await page.getByLabel('Email').fill(EMAIL);
+    await page.getByLabel('Password').fill(PASSWORD);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.waitForURL('**/admin/overview');
+    await expect(page.locator('#webhook-endpoints').textContent()).resolves.toMatch(/^0 webhook endpoints/);
+
+    await page.getByRole('link', { name: 'Webhooks', exact: true }).click();
+    await page.getByRole('heading', { level: 1, name: 'Webhooks' }).waitFor();
+    await page.getByLabel('Endpoint URL').fill(hooks.url);
+    await page.getByLabel('All events, including types added later').check();
+    await page.getByLabel('Description').fill('Checkout discount codes');
+    await page.screenshot({ path: join(ARTIFACTS, 'webhooks-01-new.png'), fullPage: true });
+    await page.getByRole('button', { name: 'Add endpoint' }).click();
+
+    // The secret, shown once: copied with the button, read back from the clipboard.
+    await page.waitForURL(/\/admin\/webhooks\/\d+\/secret$/);
+    const secretUrl = page.url();
+    endpointPath = new URL(secretUrl).pathname.replace(/\/secret$/, '');
+    const field = page.getByLabel(/^Signing secret of/);
+    const shown = await field.inputValue();
+    expect(shown).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
+    await page.getByRole('button', { name: 'Copy' }).click();
+    await page.getByText('Copied.').waitFor();
+    const secret = await page.evaluate(() => navigator.clipboard.readText());
+    expect(secret).toBe(shown);
+    await page.screenshot({ path: join(ARTIFACTS, 'webhooks-02-secret.png'), fullPage: true });
+
+    // Never again: a reload says so, and the page holds no secret.
+    await page.reload();
+    await page.getByRole('heading', { level: 1, name: 'Signing secret shown already' }).waitFor();
+    expect(await page.content()).not.toContain('whsec_');
+    await page.getByRole('link', { name: 'Back to the endpoint' }).click();
+    await page.waitForURL(`**${endpointPath}`);
+    await expect(page.locator('#status').textContent()).resolves.toBe('Enabled');
+    await expect(page.getByText('No delivery attempts yet.').count()).resolves.toBe(1);
+
+    // A test event: it arrives at the receiver, signed with the copied secret.
+    await page.getByRole('button', { name: 'Send test event' }).click();
+    await page.getByText('Test event sent').waitFor();
+    expect(await eventually(async () => hooks.arrivals.length >= 1, DELIVERY_WAIT_MS)).toBe(true);
+    const first = hooks.arrivals[0] as Arrival;
+    const verifier = new Webhook(secret);
+    const event = verifier.verify(first.body, first.headers) as { id: string; type: string };
+    expect(event.type).toBe('ping');
+    expect(first.headers['webhook-id']).toBe(event.id);
+    expect(first.headers['content-type']).toMatch(/^application\/json/);
+    // The signature covers the body: a changed one is refused.
+    expect(() => verifier.verify(first.body.replace('ping', 'pong'), first.headers)).toThrow();
+    // …and only this secret signs it.
+    expect(() =>
+      new Webhook(`whsec_${Buffer.alloc(32, 7).toString('base64')}`).verify(first.body, first.headers),
+    ).toThrow();
+
+    // The attempt in the delivery log, newest first.
+    expect(await logRows(page, event.id, 1)).toBe(1);
+    const row = page.locator('#delivery-log tbody tr', { hasText: event.id }).first();
+    await expect(row.textContent()).resolves.toContain('ping');
+    await expect(row.textContent()).resolves.toContain('Delivered');
+    await expect(row.textContent()).resolves.toContain('200');
+    await page.screenshot({ path: join(ARTIFACTS, 'webhooks-03-log.png'), fullPage: true });
+
+    // Resend: a second delivery of the same event (same webhook-id), signed again.
+    await row.getByRole('button', { name: /^Resend/ }).click();
+    await page.getByText('Event queued to be sent again').waitFor();
+    expect(await eventually(async () => hooks.arrivals.length >= 2, DELIVERY_WAIT_MS)).toBe(true);
+    const second = hooks.arrivals[1] as Arrival;
+    expect(second.headers['webhook-id']).toBe(event.id);
+    expect((verifier.verify(second.body, second.headers) as { id: string }).id).toBe(event.id);
+    expect(await logRows(page, event.id, 2)).toBe(2);
+    await page.screenshot({ path: join(ARTIFACTS, 'webhooks-04-resent.png'), fullPage: true });
+    expect(hooks.arrivals).toHaveLength(2);
+
+    // The overview counts it; none disabled.
+    await page.getByRole('link', { name: 'Overview', exact: true }).click();
+    await expect(page.locator('#webhook-endpoints').textContent()).resolves.toMatch(
+      /^1 webhook endpoint \(none disabled\)$/,
+    );
+    expect(cspViolations).toEqual([]);
+    await page.close();
+  }, 120_000);
+
+  it('fits a phone’s width, and has no serious or critical axe-core violation, on every webhooks page', async () => {
+    expect(endpointPath).toMatch(/^\/admin\/webhooks\/\d+$/);
+    // A disabled endpoint with a long URL, so the warnings and badges are on the pages too.
+    const page = await openPage();
+    await page.goto(`${base()}/admin/webhooks`);
+    await page
+      .getByLabel('Endpoint URL')
+      .fill(`${receiver!.url}/a-rather-long-path/for-the-endpoint/that-receives-the-events?source=loyalty`);
+    await page.getByLabel('points_purchase.created').check();
+    await page.getByLabel('customer.vip_tier_changed').check();
+    await page.getByRole('button', { name: 'Add endpoint' }).click();
+    await page.waitForURL(/\/secret$/);
+    const longPath = new URL(page.url()).pathname.replace(/\/secret$/, '');
+    await page.goto(`${base()}${longPath}`);
+    await page.getByRole('button', { name: 'Disable' }).click();
+    await page.getByText('This endpoint is disabled').waitFor();
+    await page.close();
+
+    const paths = [
+      '/admin/overview',
+      '/admin/webhooks',
+      endpointPath,
+      `${endpointPath}/secret`,
+      `${endpointPath}/rotate`,
+      `${endpointPath}/delete`,
+      longPath,
+    ];
+
+    const phone = await (browser as Browser).newContext({ viewport: { width: 375, height: 740 }, isMobile: true });
+    await phone.addCookies(await context.cookies());
+    const small = await phone.newPage();
+    const overflow: string[] = [];
+    for (const path of paths) {
+      await small.goto(`${base()}${path}`);
+      expect(new URL(small.url()).pathname, path).toBe(path);
+      overflow.push(...(await overflowAt375(small)).map((problem) => `${path}: ${problem}`));
+      await small.screenshot({
+        path: join(ARTIFACTS, `webhooks-phone${path.replace(/[^a-z0-9]+/gi, '-')}.png`),
+        fullPage: true,
+      });
+    }
+    await phone.close();
+    expect(overflow).toEqual([]);
+
+    // axe is injected as a script, which the console's CSP forbids: this context alone bypasses it.
+    const audit = await (browser as Browser).newContext({ bypassCSP: true, viewport: { width: 1100, height: 900 } });
+    await audit.addCookies(await context.cookies());
+    const auditPage = await audit.newPage();
+    const failures: string[] = [];
+    const check = async (label: string) => {
+      await auditPage.addScriptTag({ content: AXE_SOURCE });
+      const violations = (await auditPage.evaluate(async () => {
+        const axe = (window as unknown as { axe: { run(): Promise<{ violations: unknown[] }> } }).axe;
+        return (await axe.run()).violations;
+      })) as AxeViolation[];
+      for (const violation of violations) {
+        if (violation.impact === 'serious' || violation.impact === 'critical') {
+          failures.push(
+            `${label}: ${violation.id} (${violation.impact}) ${violation.help} at ${violation.nodes.map((n) => n.target.join(' ')).join(', ')}`,
+          );
+        }
+      }
+    };
+    for (const path of paths) {
+      await auditPage.goto(`${base()}${path}`);
+      expect(new URL(auditPage.url()).pathname).toBe(path);
+      await check(path);
+    }
+    // The page that shows a new secret, and a refused form with its summary.
+    await auditPage.goto(`${base()}${endpointPath}/rotate`);
+    await auditPage.getByRole('button', { name: 'Rotate the secret' }).click();
+    await auditPage.waitForURL(/\/secret$/);
+    expect(await auditPage.getByLabel(/^Signing secret of/).inputValue()).toMatch(/^whsec_/);
+    await check('secret shown');
+    await auditPage.goto(`${base()}/admin/webhooks`);
+    await auditPage.getByLabel('Endpoint URL').fill('not a url');
+    await auditPage.getByLabel('customer.created').check();
+    await auditPage.getByRole('button', { name: 'Add endpoint' }).click();
+    await auditPage.getByText('The form has 1 error: nothing was saved.').waitFor();
+    await check('refused form');
+    await audit.close();
+    expect(failures).toEqual([]);
+    expect(cspViolations).toEqual([]);
+  }, 120_000);
+});
