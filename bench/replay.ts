@@ -17,6 +17,9 @@ export const MARK = 'capturemark';
 /** A reward code (src/reward-fulfillments/code.ts): made anew by each replay. */
 export const CODE = /^[A-HJ-NP-Z2-9]{16}$/;
 
+/** An event's public id (src/events/service.ts): unique everywhere, made anew by each replay. */
+export const EVENT_ID = /^evt_[0-9A-Za-z]{20,}$/;
+
 /** The ids of rows the benchmark made (ID_BASE and up) among a statement's result rows. */
 export const idsOf = (rows: unknown): number[] =>
   (Array.isArray(rows) ? rows : rows ? [rows] : [])
@@ -39,6 +42,7 @@ export function vary(value: unknown, i: number, ids: Map<number, number>): unkno
   }
   if (typeof value !== 'string') return value;
   if (CODE.test(value)) return Math.random().toString(36).slice(2, 10).toUpperCase().padEnd(16, 'X');
+  if (EVENT_ID.test(value)) return `evt_${Math.random().toString(36).slice(2)}${Math.random().toString(36).slice(2)}`;
   const identity = SEEDED_DISTINCT_ID.exec(value);
   if (identity) return identityOf(identity[1] as string, customer);
   return value.includes(MARK) ? value.replaceAll(MARK, `replay-${i}`) : value;

@@ -9,7 +9,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
 import { startProcess, stopChild } from '../processes.js';
-import { CODE, MARK, remember, type Statement, vary } from '../replay.js';
+import { CODE, EVENT_ID, MARK, remember, type Statement, vary } from '../replay.js';
 import { median } from '../results.js';
 import { SEEDED_DISTINCT_ID } from '../seed.js';
 import { CUSTOMER_ID_BASE, CUSTOMERS, type Setup, writeScenarios } from '../write-scenarios.js';
@@ -170,6 +170,7 @@ export function pgbenchScript(sequences: Statement[][]): string {
     if (typeof value === 'boolean') return value ? 'true' : 'false';
     const text = String(value);
     if (CODE.test(text)) return `upper(substr(md5(random()::text), 1, 16))`;
+    if (EVENT_ID.test(text)) return `'evt_' || md5(random()::text)`;
     // The seeded identity of the script's customer :c (see identityOf).
     const identity = SEEDED_DISTINCT_ID.exec(text);
     if (identity) return `'a${identity[1]}-' || (:c - ${CUSTOMER_ID_BASE})`;
