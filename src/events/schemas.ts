@@ -5,7 +5,7 @@ import { Customer } from '../customers/schemas.js';
 import { PageMetadata, pageParams } from '../pagination/schemas.js';
 import { PointsPurchase } from '../points-products/schemas.js';
 import { PointsTransaction } from '../points-transactions/schemas.js';
-import { RewardFulfillment } from '../reward-fulfillments/schemas.js';
+import { REWARD_FULFILLMENT_EXAMPLE, RewardFulfillment } from '../reward-fulfillments/schemas.js';
 import { VipTierChange } from '../vip-tiers/schemas.js';
 import { EVENT_TYPE_NAMES, EVENT_TYPES, type EventType } from './catalog.js';
 
@@ -67,23 +67,7 @@ export const Event = Type.Object(
         account_id: 1,
         created_at: '2026-01-06T09:15:00.000Z',
         data: {
-          reward_fulfillment: {
-            id: 9,
-            name: '$5 off coupon',
-            code: 'K7MP2XQ9RT4WBN3H',
-            customer_id: 7,
-            fulfillment_status: 'issued',
-            image_url: 'https://cdn.example.com/rewards/5-off.png',
-            action_text: null,
-            action_url: null,
-            usage_instructions: null,
-            terms_and_conditions: null,
-            expires_at: null,
-            usage_status: 'untracked',
-            used_at: null,
-            created_at: '2026-01-06T09:15:00.000Z',
-            updated_at: '2026-01-06T09:15:00.000Z',
-          },
+          reward_fulfillment: REWARD_FULFILLMENT_EXAMPLE,
         },
       },
     ],

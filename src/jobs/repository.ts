@@ -87,12 +87,6 @@ export async function claimJobs(
     .execute();
 }
 
-/** Deletes a finished job if `owner` still holds it; true when it did. */
-export async function deleteClaimedJob(trx: Transaction<Database>, id: number, owner: string): Promise<boolean> {
-  const result = await trx.deleteFrom('jobs').where('id', '=', id).where('lease_owner', '=', owner).executeTakeFirst();
-  return Number(result.numDeletedRows) > 0;
-}
-
 /** Deletes the finished jobs of `ids` that `owner` still holds; answers the ids it deleted. */
 export async function deleteClaimedJobs(
   trx: Transaction<Database>,

@@ -8,6 +8,25 @@ export const FulfillmentStatus = StringEnum(
 );
 export const UsageStatus = StringEnum(['used', 'unused', 'untracked'], 'Whether the customer has used the reward');
 
+/** A fulfillment as the API shows it: the schema's example, and the events' (src/events/schemas.ts). */
+export const REWARD_FULFILLMENT_EXAMPLE = {
+  id: 9,
+  name: '$5 off coupon',
+  code: 'K7MP2XQ9RT4WBN3H',
+  customer_id: 7,
+  fulfillment_status: 'issued',
+  image_url: 'https://cdn.example.com/rewards/5-off.png',
+  action_text: null,
+  action_url: null,
+  usage_instructions: null,
+  terms_and_conditions: null,
+  expires_at: null,
+  usage_status: 'untracked',
+  used_at: null,
+  created_at: '2026-01-06T09:15:00.000Z',
+  updated_at: '2026-01-06T09:15:00.000Z',
+};
+
 /** A reward issued to a customer, with its code (the reference's RewardFulfillment). */
 export const RewardFulfillment = Type.Object(
   {
@@ -33,25 +52,7 @@ export const RewardFulfillment = Type.Object(
   {
     $id: 'RewardFulfillment',
     description: 'A reward issued to a customer (by a points purchase), with the code they apply',
-    examples: [
-      {
-        id: 9,
-        name: '$5 off coupon',
-        code: 'K7MP2XQ9RT4WBN3H',
-        customer_id: 7,
-        fulfillment_status: 'issued',
-        image_url: 'https://cdn.example.com/rewards/5-off.png',
-        action_text: null,
-        action_url: null,
-        usage_instructions: null,
-        terms_and_conditions: null,
-        expires_at: null,
-        usage_status: 'untracked',
-        used_at: null,
-        created_at: '2026-01-06T09:15:00.000Z',
-        updated_at: '2026-01-06T09:15:00.000Z',
-      },
-    ],
+    examples: [REWARD_FULFILLMENT_EXAMPLE],
   },
 );
 export type RewardFulfillment = Static<typeof RewardFulfillment>;

@@ -1,7 +1,7 @@
 import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { systemClock } from '../../src/clock.js';
-import { claimJobs, deleteClaimedJob, findClaimable } from '../../src/jobs/repository.js';
+import { claimJobs, deleteClaimedJobs, findClaimable } from '../../src/jobs/repository.js';
 import { JobRunner, type JobRunnerOptions } from '../../src/jobs/runner.js';
 import { type ClaimedJob, type JobHandler, JobsService } from '../../src/jobs/service.js';
 import { type Db, openDb } from '../../src/storage/db.js';
@@ -162,7 +162,7 @@ describe('the job runner', () => {
         handler(async (job) => {
           attempts.push(job.attempt);
           // The first claimer coming back late to finish: the job is no longer its own.
-          lateFinish = await uow.run((w) => deleteClaimedJob(w.trx, job.id, 'crashed'));
+          lateFinish = (await uow.run((w) => deleteClaimedJobs(w.trx, [job.id], 'crashed'))).length > 0;
           return { done: true };
         }),
       ],
