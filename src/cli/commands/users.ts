@@ -98,8 +98,9 @@ async function readStdin(): Promise<string> {
  */
 function promptHidden(prompt: string): Promise<string> {
   const stdin = process.stdin;
-  process.stderr.write(prompt);
+  // Echo goes off before the prompt shows: whatever is typed once the prompt is visible is hidden.
   stdin.setRawMode(true);
+  process.stderr.write(prompt);
   stdin.resume();
   stdin.setEncoding('utf8');
   return new Promise((resolve, reject) => {
