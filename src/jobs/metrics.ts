@@ -12,7 +12,7 @@ export function registerJobMetrics(registry: Registry, runner: () => JobRunner |
   };
   new Counter({
     name: 'loyalty_job_runs_total',
-    help: 'Jobs run by this process, by queue and outcome (done, retry, failed)',
+    help: 'Jobs run by this process, by queue and outcome (finished, failed)',
     labelNames: ['queue', 'outcome'],
     registers: [registry],
     collect() {

@@ -36,7 +36,11 @@ export async function insertJobOnce(db: Kysely<Database>, job: NewJobRow & { uni
 /**
  * The ids of up to `limit` due jobs of `queues`, oldest due first, leaving out those whose group
  * already has `perGroup` jobs in flight (claimed, lease running) or would have with these.
- * Only the first `scan` due rows are looked at, so a backlog costs the same as a short queue.
+ * Only the first `scan` due rows of groups with room are looked at, so a backlog costs about the
+ * same as a short queue; a full group's rows are passed over before that window is cut, so that
+ * one slow endpoint's backlog, however long, never hides the other groups' jobs behind it. The
+ * full groups are found in the partial index of leased jobs (jobs_leased), as small as the work
+ * in flight.
  */
 export async function findClaimable(
   db: Kysely<Database>,
@@ -50,6 +54,13 @@ export async function findClaimable(
       from (
         select id, run_at, group_key from jobs
         where run_at <= ${now} and queue in (${sql.join(queues)})
+          and (group_key is null or group_key not in (
+            select full_group.group_key from jobs full_group
+            where full_group.lease_owner is not null and full_group.run_at > ${now}
+              and full_group.group_key is not null
+            group by full_group.group_key
+            having count(*) >= ${perGroup}
+          ))
         order by run_at, id
         limit ${scan}
       ) first

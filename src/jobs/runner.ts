@@ -45,7 +45,7 @@ interface Finishing {
 }
 
 const DEFAULTS = {
-  maxInFlight: 64,
+  maxInFlight: 256,
   perGroup: 10,
   leaseMs: 30_000,
   pollMs: 30_000,

@@ -201,6 +201,29 @@ describe('the job runner', () => {
     expect(most).toBeLessThanOrEqual(4);
   });
 
+  it("never lets a full group's backlog, longer than a claim's scan, hide another group's due job", async () => {
+    // A slow endpoint: 4 attempts in flight (its cap) and 60 more due before anyone else's.
+    await add(64, { groupKey: 'webhook_endpoint:slow' });
+    await uow.run(async (w) =>
+      claimJobs(w.trx, await findClaimable(w.trx, { queues: [QUEUE], now: w.now, limit: 4, perGroup: 4, scan: 10 }), {
+        owner: 'busy',
+        now: w.now,
+        leaseUntil: w.now + 60_000,
+      }),
+    );
+    clock.advance(1000);
+    await add(1, { groupKey: 'webhook_endpoint:fast' }, 1000);
+    const claimable = await uow.run((w) =>
+      findClaimable(w.trx, { queues: [QUEUE], now: w.now, limit: 10, perGroup: 4, scan: 10 }),
+    );
+    const rows = await test.db.kysely
+      .selectFrom('jobs')
+      .select(['id', 'group_key'])
+      .where('id', 'in', claimable)
+      .execute();
+    expect(rows.map((row) => row.group_key)).toEqual(['webhook_endpoint:fast']);
+  });
+
   it('shares a few hundred jobs between two runners on separate connections: each run exactly once', async () => {
     const other = openDb(test.url);
     others.push(other);

@@ -14,6 +14,7 @@ import * as consoleKeysAndStaff from './2026-11-25T0100-console-keys-and-staff.j
 import * as signInDelays from './2026-11-25T1200-sign-in-delays.js';
 import * as eventsWebhooksJobs from './2026-11-25T2000-events-webhooks-jobs.js';
 import * as vipTierChanges from './2026-11-25T2100-vip-tier-changes.js';
+import * as jobsLeased from './2026-11-27T0000-jobs-leased.js';
 
 /** Every migration, by name; names sort in the order they run. */
 export const migrations: Record<string, Migration> = {
@@ -32,4 +33,5 @@ export const migrations: Record<string, Migration> = {
   '2026-11-25T1200-sign-in-delays': signInDelays,
   '2026-11-25T2000-events-webhooks-jobs': eventsWebhooksJobs,
   '2026-11-25T2100-vip-tier-changes': vipTierChanges,
+  '2026-11-27T0000-jobs-leased': jobsLeased,
 };
