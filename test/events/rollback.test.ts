@@ -153,14 +153,38 @@ describe('refused requests write no event', () => {
 });
 
 describe('a transaction that fails after its change writes no event', () => {
+  // The failure comes at the last instant before COMMIT: after the outbox has written the change's
+  // events in the transaction (its beforeCommit callback was added first, by the change), which
+  // the failing callback checks it can see, so the events are rolled back with the change.
   const failAfter = async (change: (w: Work) => Promise<unknown>) => {
     const uow = new UnitOfWork(t.db.kysely, t.clock);
+    let seenInTransaction = 0;
     await expect(
       uow.run(async (w) => {
+        const before = Number(
+          (
+            await w.trx
+              .selectFrom('events')
+              .select((eb) => eb.fn.countAll().as('n'))
+              .executeTakeFirstOrThrow()
+          ).n,
+        );
         await change(w);
-        throw new Error('forced failure after the change');
+        w.beforeCommit(async () => {
+          const after = Number(
+            (
+              await w.trx
+                .selectFrom('events')
+                .select((eb) => eb.fn.countAll().as('n'))
+                .executeTakeFirstOrThrow()
+            ).n,
+          );
+          seenInTransaction = after - before;
+          throw new Error('forced failure after the change');
+        });
       }),
     ).rejects.toThrow('forced failure');
+    expect(seenInTransaction).toBeGreaterThan(0);
   };
 
   it('a credit that moves the customer into a tier, rolled back: no event, no tier change, no balance', async () => {
