@@ -103,6 +103,8 @@ const UNAVAILABLE_CODES = new Set([
   '57P01', // admin_shutdown
   '57P03', // cannot_connect_now
   '53300', // too_many_connections
+  '40P01', // deadlock_detected: rolled back whole; the unit of work retried it already (storage/unit-of-work.ts)
+  '40001', // serialization_failure: the same
 ]);
 
 /** Codes of the error Node destroys a request with when its client goes before the body's end. */

@@ -26,6 +26,15 @@ export interface Work {
   afterCommit(callback: () => void): void;
 }
 
+/** Runs of a unit of work that PostgreSQL rolled back to break a deadlock, at most. */
+const DEADLOCK_ATTEMPTS = 3;
+
+/** deadlock_detected and serialization_failure: the transaction was rolled back whole and may run again. */
+function isRetryable(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return code === '40P01' || code === '40001';
+}
+
 /**
  * The one owner of transactions: every write path opens its transaction here (an architecture
  * test refuses `.transaction()` anywhere else in src/, migrations aside).
@@ -41,6 +50,19 @@ export class UnitOfWork {
    * `now` is the clock's time unless the caller fixed it before (a retry keeps its first time).
    */
   async run<T>(work: (w: Work) => Promise<T>, now: number = this.clock.now()): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.once(work, now);
+      } catch (error) {
+        // PostgreSQL rolled the whole transaction back to break a lock cycle (two customers'
+        // changes that each lock the other, such as friends who referred each other ordering at
+        // once): nothing of it was kept, so it runs again. Past the attempts: 503 (error-mapping.ts).
+        if (!isRetryable(error) || attempt >= DEADLOCK_ATTEMPTS) throw error;
+      }
+    }
+  }
+
+  private async once<T>(work: (w: Work) => Promise<T>, now: number): Promise<T> {
     const committed: (() => void)[] = [];
     const result = await this.db.transaction().execute(async (trx) => {
       const finishing: (() => Promise<void>)[] = [];
