@@ -19,6 +19,8 @@ export const CODE = /^[A-HJ-NP-Z2-9]{16}$/;
 
 /** An event's public id (src/events/service.ts): unique everywhere, made anew by each replay. */
 export const EVENT_ID = /^evt_[0-9A-Za-z]{20,}$/;
+/** A new customer's referral code (src/referrals/code.ts), unique across accounts: made anew in each replay. */
+export const REFERRAL_CODE = /^[0-9A-Za-z]{12}$/;
 
 /** The ids of rows the benchmark made (ID_BASE and up) among a statement's result rows. */
 export const idsOf = (rows: unknown): number[] =>
@@ -43,6 +45,8 @@ export function vary(value: unknown, i: number, ids: Map<number, number>): unkno
   if (typeof value !== 'string') return value;
   if (CODE.test(value)) return Math.random().toString(36).slice(2, 10).toUpperCase().padEnd(16, 'X');
   if (EVENT_ID.test(value)) return `evt_${Math.random().toString(36).slice(2)}${Math.random().toString(36).slice(2)}`;
+  if (REFERRAL_CODE.test(value))
+    return `${Math.random().toString(36).slice(2, 8)}${Math.random().toString(36).slice(2, 8)}`.padEnd(12, '0');
   const identity = SEEDED_DISTINCT_ID.exec(value);
   if (identity) return identityOf(identity[1] as string, customer);
   return value.includes(MARK) ? value.replaceAll(MARK, `replay-${i}`) : value;

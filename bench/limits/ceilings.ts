@@ -9,7 +9,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
 import { startProcess, stopChild } from '../processes.js';
-import { CODE, EVENT_ID, MARK, remember, type Statement, vary } from '../replay.js';
+import { CODE, EVENT_ID, MARK, REFERRAL_CODE, remember, type Statement, vary } from '../replay.js';
 import { median } from '../results.js';
 import { SEEDED_DISTINCT_ID } from '../seed.js';
 import { CUSTOMER_ID_BASE, CUSTOMERS, type Setup, writeScenarios } from '../write-scenarios.js';
@@ -171,10 +171,14 @@ export function pgbenchScript(sequences: Statement[][]): string {
     const text = String(value);
     if (CODE.test(text)) return `upper(substr(md5(random()::text), 1, 16))`;
     if (EVENT_ID.test(text)) return `'evt_' || md5(random()::text)`;
+    if (REFERRAL_CODE.test(text)) return `substr(md5(random()::text), 1, 12)`;
     // The seeded identity of the script's customer :c (see identityOf).
     const identity = SEEDED_DISTINCT_ID.exec(text);
     if (identity) return `'a${identity[1]}-' || (:c - ${CUSTOMER_ID_BASE})`;
-    return `'${text.replaceAll("'", "''").replaceAll(MARK, "' || :n || '")}'`;
+    // A colon before a name or digits (`127.0.0.1:3000` in a referral URL) is a variable to
+    // pgbench, even inside a string: it is spelled chr(58) there.
+    const quoted = text.replaceAll("'", "''").replace(/:(?=[0-9A-Za-z_])/g, "' || chr(58) || '");
+    return `'${quoted.replaceAll(MARK, "' || :n || '")}'`;
   };
   const lines = [
     '\\set n random(1, 1000000000000000)',
