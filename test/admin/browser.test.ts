@@ -1,12 +1,12 @@
 /// <reference lib="dom" />
 // The functions passed to page.evaluate run in the browser.
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SECTIONS } from '../../src/admin/views.js';
 import { createTestDatabaseUrl, type TestDatabaseUrl, testEngine } from '../helpers/app.js';
+import { axeFailures, overflowAt375 } from '../helpers/browser.js';
 import { withServices } from '../helpers/seed.js';
 import { ROOT, type ServerProcess, startServer } from '../helpers/server-process.js';
 
@@ -14,7 +14,6 @@ const CHROMIUM = '/usr/bin/chromium';
 const ARTIFACTS = join(ROOT, 'test-artifacts', 'console', testEngine);
 const EMAIL = 'owner@console-shop.example';
 const PASSWORD = 'a long console password';
-const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 
 // In CI a missing browser is a failure (chromium.launch throws); on a workstation without it the
 // test is skipped, and says so.
@@ -28,41 +27,6 @@ function accountIdOf(accounts: Array<{ id: number; name: string }>): number {
   const account = accounts.find((candidate) => candidate.name === 'Console Shop');
   if (!account) throw new Error('no Console Shop account');
   return account.id;
-}
-
-/**
- * What does not fit a 375 px wide screen: the page scrolling sideways, and each visible element
- * whose right edge lies past the viewport, unless it is inside an element that scrolls sideways
- * on purpose (overflow-x auto or scroll).
- */
-async function overflowAt375(page: Page): Promise<string[]> {
-  return page.evaluate(() => {
-    const problems: string[] = [];
-    const width = document.documentElement.clientWidth;
-    if (document.documentElement.scrollWidth > width) {
-      problems.push(`the page is ${document.documentElement.scrollWidth - width} px wider than the screen`);
-    }
-    const scrolls = (element: Element) => ['auto', 'scroll'].includes(getComputedStyle(element).overflowX);
-    for (const element of Array.from(document.body.querySelectorAll('*'))) {
-      const box = element.getBoundingClientRect();
-      if (box.width === 0 || box.height === 0 || box.right <= width + 0.5) continue;
-      let inside = element.parentElement;
-      while (inside && !scrolls(inside)) inside = inside.parentElement;
-      if (inside) continue;
-      const name = `${element.tagName.toLowerCase()}${element.id ? `#${element.id}` : ''}${element.className && typeof element.className === 'string' ? `.${element.className.split(' ').join('.')}` : ''}`;
-      problems.push(
-        `${name} ends at ${Math.round(box.right)} px ("${(element.textContent ?? '').trim().slice(0, 40)}")`,
-      );
-    }
-    return problems;
-  });
-}
-
-interface AxeViolation {
-  id: string;
-  impact: string | null;
-  help: string;
-  nodes: Array<{ target: string[] }>;
 }
 
 describe.runIf(runnable)(`the merchant console in a real browser (Chromium, server process, ${testEngine})`, () => {
@@ -316,6 +280,7 @@ describe.runIf(runnable)(`the merchant console in a real browser (Chromium, serv
       '/admin/overview',
       '/admin/customers',
       `/admin/customers/${ids.customer}`,
+      '/admin/referrals',
       '/admin/earning-rules',
       '/admin/earning-rules/new',
       `/admin/earning-rules/${ids.rule}`,
@@ -406,18 +371,7 @@ describe.runIf(runnable)(`the merchant console in a real browser (Chromium, serv
       await page.goto(`${base()}${path}`);
       // Signed in: the page itself, not the sign-in page it would redirect to.
       expect(new URL(page.url()).pathname).toBe(path);
-      await page.addScriptTag({ content: AXE_SOURCE });
-      const violations = (await page.evaluate(async () => {
-        const axe = (window as unknown as { axe: { run(): Promise<{ violations: unknown[] }> } }).axe;
-        return (await axe.run()).violations;
-      })) as AxeViolation[];
-      for (const violation of violations) {
-        if (violation.impact === 'serious' || violation.impact === 'critical') {
-          failures.push(
-            `${path}: ${violation.id} (${violation.impact}) ${violation.help} at ${violation.nodes.map((n) => n.target.join(' ')).join(', ')}`,
-          );
-        }
-      }
+      failures.push(...(await axeFailures(page, path)));
     }
     expect(failures).toEqual([]);
     await audit.close();

@@ -1,14 +1,14 @@
 /// <reference lib="dom" />
 // The functions passed to page.evaluate run in the browser.
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import http from 'node:http';
-import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabaseUrl, type TestDatabaseUrl, testEngine } from '../helpers/app.js';
+import { axeFailures, overflowAt375 } from '../helpers/browser.js';
 import { withServices } from '../helpers/seed.js';
 import { ROOT, type ServerProcess, startServer } from '../helpers/server-process.js';
 import { eventually } from '../helpers/wait.js';
@@ -23,7 +23,6 @@ const CHROMIUM = '/usr/bin/chromium';
 const ARTIFACTS = join(ROOT, 'test-artifacts', 'console', testEngine);
 const EMAIL = 'owner@webhooks-shop.example';
 const PASSWORD = 'a long console password';
-const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 /** How long a delivery may take to show: the contract's 1 s at p99, with room for a loaded machine. */
 const DELIVERY_WAIT_MS = 15_000;
 
@@ -62,34 +61,6 @@ async function startReceiver(): Promise<{ url: string; arrivals: Arrival[]; clos
     arrivals,
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
-}
-
-/** Like browser.test.ts: what does not fit a 375 px wide screen (sideways scrolling of the page or an element). */
-async function overflowAt375(page: Page): Promise<string[]> {
-  return page.evaluate(() => {
-    const problems: string[] = [];
-    const width = document.documentElement.clientWidth;
-    if (document.documentElement.scrollWidth > width) {
-      problems.push(`the page is ${document.documentElement.scrollWidth - width} px wider than the screen`);
-    }
-    const scrolls = (element: Element) => ['auto', 'scroll'].includes(getComputedStyle(element).overflowX);
-    for (const element of Array.from(document.body.querySelectorAll('*'))) {
-      const box = element.getBoundingClientRect();
-      if (box.width === 0 || box.height === 0 || box.right <= width + 0.5) continue;
-      let inside = element.parentElement;
-      while (inside && !scrolls(inside)) inside = inside.parentElement;
-      if (inside) continue;
-      problems.push(`${element.tagName.toLowerCase()} ends at ${Math.round(box.right)} px`);
-    }
-    return problems;
-  });
-}
-
-interface AxeViolation {
-  id: string;
-  impact: string | null;
-  help: string;
-  nodes: Array<{ target: string[] }>;
 }
 
 describe.runIf(runnable)(`the console's webhooks in a real browser (Chromium, server process, ${testEngine})`, () => {
@@ -287,20 +258,7 @@ describe.runIf(runnable)(`the console's webhooks in a real browser (Chromium, se
     await audit.addCookies(await context.cookies());
     const auditPage = await audit.newPage();
     const failures: string[] = [];
-    const check = async (label: string) => {
-      await auditPage.addScriptTag({ content: AXE_SOURCE });
-      const violations = (await auditPage.evaluate(async () => {
-        const axe = (window as unknown as { axe: { run(): Promise<{ violations: unknown[] }> } }).axe;
-        return (await axe.run()).violations;
-      })) as AxeViolation[];
-      for (const violation of violations) {
-        if (violation.impact === 'serious' || violation.impact === 'critical') {
-          failures.push(
-            `${label}: ${violation.id} (${violation.impact}) ${violation.help} at ${violation.nodes.map((n) => n.target.join(' ')).join(', ')}`,
-          );
-        }
-      }
-    };
+    const check = async (label: string) => failures.push(...(await axeFailures(auditPage, label)));
     for (const path of paths) {
       await auditPage.goto(`${base()}${path}`);
       expect(new URL(auditPage.url()).pathname).toBe(path);

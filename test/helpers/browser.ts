@@ -1,0 +1,61 @@
+/// <reference lib="dom" />
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import type { Page } from 'playwright-core';
+
+// What the console's browser tests check on every page they open: that it fits a phone, and
+// that axe-core finds nothing serious.
+
+const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+
+interface AxeViolation {
+  id: string;
+  impact: string | null;
+  help: string;
+  nodes: Array<{ target: string[] }>;
+}
+
+/**
+ * What does not fit a 375 px wide screen: the page scrolling sideways, or an element ending past
+ * the right edge outside a box that scrolls on purpose (overflow-x auto or scroll).
+ */
+export async function overflowAt375(page: Page): Promise<string[]> {
+  return page.evaluate(() => {
+    const problems: string[] = [];
+    const width = document.documentElement.clientWidth;
+    if (document.documentElement.scrollWidth > width) {
+      problems.push(`the page is ${document.documentElement.scrollWidth - width} px wider than the screen`);
+    }
+    const scrolls = (element: Element) => ['auto', 'scroll'].includes(getComputedStyle(element).overflowX);
+    for (const element of Array.from(document.body.querySelectorAll('*'))) {
+      const box = element.getBoundingClientRect();
+      if (box.width === 0 || box.height === 0 || box.right <= width + 0.5) continue;
+      let inside = element.parentElement;
+      while (inside && !scrolls(inside)) inside = inside.parentElement;
+      if (inside) continue;
+      const name = `${element.tagName.toLowerCase()}${element.id ? `#${element.id}` : ''}${element.className && typeof element.className === 'string' ? `.${element.className.split(' ').join('.')}` : ''}`;
+      problems.push(
+        `${name} ends at ${Math.round(box.right)} px ("${(element.textContent ?? '').trim().slice(0, 40)}")`,
+      );
+    }
+    return problems;
+  });
+}
+
+/**
+ * The serious and critical axe-core violations of the page as it is, each a line starting with
+ * `label`. axe is injected as a script: the page's context must bypass the console's CSP.
+ */
+export async function axeFailures(page: Page, label: string): Promise<string[]> {
+  await page.addScriptTag({ content: AXE_SOURCE });
+  const violations = (await page.evaluate(async () => {
+    const axe = (window as unknown as { axe: { run(): Promise<{ violations: unknown[] }> } }).axe;
+    return (await axe.run()).violations;
+  })) as AxeViolation[];
+  return violations
+    .filter((violation) => violation.impact === 'serious' || violation.impact === 'critical')
+    .map(
+      (violation) =>
+        `${label}: ${violation.id} (${violation.impact}) ${violation.help} at ${violation.nodes.map((n) => n.target.join(' ')).join(', ')}`,
+    );
+}
