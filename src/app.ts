@@ -5,7 +5,7 @@ import Fastify, { type FastifyInstance, type FastifyReply, type FastifyServerOpt
 import type { Redis } from 'ioredis';
 import { Type } from 'typebox';
 import { type Clock, systemClock } from './clock.js';
-import type { Config } from './config.js';
+import { type Config, referralBaseUrl } from './config.js';
 import { DomainError } from './errors.js';
 import { registerAuth } from './http/auth.js';
 import { answerClientError, answerFrameworkError, registerErrorHandling, requireHost } from './http/errors.js';
@@ -92,6 +92,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     clock: options.clock ?? systemClock,
     accessTokenTtlSeconds: config.accessTokenTtlSeconds,
     events: config.events,
+    referralBaseUrl: referralBaseUrl(config),
   });
   app.decorate('services', services);
   app.decorate('jobRunner', null);

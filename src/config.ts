@@ -37,6 +37,11 @@ export interface Config {
    * HOST, PORT and TLS (`http://127.0.0.1:3000`).
    */
   readonly publicUrl: string | null;
+  /**
+   * Where customers' referral URLs point, without a trailing slash (`https://shop.example/r`);
+   * null: PUBLIC_URL (or HOST and PORT) followed by `/r` (see referralBaseUrl).
+   */
+  readonly referralBaseUrl: string | null;
   /** Port of a separate listener for `/metrics` (then not served on PORT); null: on PORT. */
   readonly metricsPort: number | null;
   /** Bearer token `/metrics` requires; null: none. */
@@ -145,6 +150,7 @@ export function loadConfig(env: Env = process.env, options: { listening?: boolea
   const maxConnections = integer('MAX_CONNECTIONS', 10_000, 1, 1_000_000);
   const authFailuresPerMinute = integer('AUTH_FAILURES_PER_MINUTE', 30, 0, 1_000_000);
   const publicUrl = parsePublicUrl(read('PUBLIC_URL'), problems);
+  const referralBaseUrl = parseReferralBaseUrl(read('REFERRAL_BASE_URL'), problems);
   const metricsPort = read('METRICS_PORT') === undefined ? null : integer('METRICS_PORT', 0, 0, 65535);
   if (metricsPort !== null && metricsPort !== 0 && metricsPort === port) {
     problems.push(`METRICS_PORT must differ from PORT (both are ${port}): metrics get a listener of their own`);
@@ -198,6 +204,7 @@ export function loadConfig(env: Env = process.env, options: { listening?: boolea
     maxConnections,
     authFailuresPerMinute,
     publicUrl,
+    referralBaseUrl,
     metricsPort,
     metricsToken,
     jobLeaseSeconds,
@@ -251,6 +258,30 @@ function isUnspecifiedV6(host: string): boolean {
   } catch {
     return false;
   }
+}
+
+/** Where referral URLs point: REFERRAL_BASE_URL, else the address clients use (localBaseUrl) and `/r`. */
+export function referralBaseUrl(
+  config: Pick<Config, 'referralBaseUrl' | 'publicUrl' | 'host' | 'port' | 'tls'>,
+): string {
+  return config.referralBaseUrl ?? `${localBaseUrl(config)}/r`;
+}
+
+function parseReferralBaseUrl(raw: string | undefined, problems: string[]): string | null {
+  if (raw === undefined) return null;
+  let url: URL | undefined;
+  try {
+    url = new URL(raw);
+  } catch {
+    url = undefined;
+  }
+  if (!url || (url.protocol !== 'https:' && url.protocol !== 'http:') || url.search || url.hash || url.username) {
+    problems.push(
+      `REFERRAL_BASE_URL must be an absolute http(s) URL without credentials, query or fragment, such as https://loyalty.example.com/r, got "${raw}"`,
+    );
+    return null;
+  }
+  return url.href.replace(/\/+$/, '');
 }
 
 function parsePublicUrl(raw: string | undefined, problems: string[]): string | null {

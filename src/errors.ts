@@ -13,6 +13,8 @@ export const ERROR_STATUS = {
   unsupported_media_type: 415,
   insufficient_points: 422,
   customer_not_member: 422,
+  referral_program_inactive: 422,
+  referral_not_allowed: 422,
   rate_limited: 429,
   internal_error: 500,
   unavailable: 503,
@@ -23,6 +25,8 @@ export type ErrorCode = keyof typeof ERROR_STATUS;
 export interface ErrorDetail {
   field: string;
   message: string;
+  /** Why a rule refused the request, as a code (a referral's `self_referral`, …). */
+  reason?: string;
 }
 
 /**

@@ -15,6 +15,8 @@ export interface RoomContext {
   readonly accessTokenTtlSeconds: number;
   /** Event retention and webhook delivery settings. */
   readonly events: EventSettings;
+  /** Where customers' referral URLs point, without a trailing slash. */
+  readonly referralBaseUrl: string;
   /** The other rooms' services, built on first use: a room never reaches into another's repository. */
   readonly services: Services;
 }

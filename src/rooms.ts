@@ -15,6 +15,7 @@ import { pointsProductsRoom } from './points-products/room.js';
 import { pointsSettingsRoom } from './points-settings/room.js';
 import { pointsTransactionsRoom } from './points-transactions/room.js';
 import { referralSettingsRoom } from './referral-settings/room.js';
+import { referralsRoom } from './referrals/room.js';
 import { rewardFulfillmentsRoom } from './reward-fulfillments/room.js';
 import type { Room } from './room.js';
 import { sessionsRoom } from './sessions/room.js';
@@ -38,6 +39,7 @@ export const rooms: readonly Room[] = [
   pointsSettingsRoom,
   pointsProductsRoom,
   rewardFulfillmentsRoom,
+  referralsRoom,
   eventsRoom,
   webhooksRoom,
   oauthRoom,

@@ -18,7 +18,12 @@ export interface ServiceOptions {
   accessTokenTtlSeconds: number;
   /** Event retention and webhook delivery (the contract's defaults when absent). */
   events?: EventSettings;
+  /** Where referral URLs point (config.ts referralBaseUrl); the default server's address when absent. */
+  referralBaseUrl?: string;
 }
+
+/** Referral URLs of services built without a config (tests): the default server's address. */
+const DEFAULT_REFERRAL_BASE_URL = 'http://127.0.0.1:3000/r';
 
 /**
  * Builds every room's service. A service is built the first time another asks for it (so the
@@ -52,6 +57,7 @@ export function createServices(db: Db, options: ServiceOptions): Services {
     uow: new UnitOfWork(db.kysely, options.clock),
     accessTokenTtlSeconds: options.accessTokenTtlSeconds,
     events: options.events ?? DEFAULT_EVENT_SETTINGS,
+    referralBaseUrl: options.referralBaseUrl ?? DEFAULT_REFERRAL_BASE_URL,
     services,
   };
   const all: Record<string, unknown> = {};

@@ -84,9 +84,17 @@ export function floorOf(value: Decimal): bigint {
   return value.digits / 10n ** BigInt(value.scale);
 }
 
-function compare(a: Decimal, b: Decimal): number {
+/** -1, 0 or 1 as `a` is below, equal to or above `b`. */
+export function compare(a: Decimal, b: Decimal): number {
   const scale = Math.max(a.scale, b.scale);
   const left = a.digits * 10n ** BigInt(scale - a.scale);
   const right = b.digits * 10n ** BigInt(scale - b.scale);
   return left < right ? -1 : left > right ? 1 : 0;
+}
+
+/** The decimal as a plain numeral without trailing zeros (`25.5`, `0`, `7`). */
+export function decimalText(value: Decimal): string {
+  if (value.scale === 0) return value.digits.toString();
+  const text = value.digits.toString().padStart(value.scale + 1, '0');
+  return `${text.slice(0, -value.scale)}.${text.slice(-value.scale)}`;
 }

@@ -22,5 +22,6 @@ export const activitiesRoom = defineRoom({
       services.customers,
       services.pointsTransactions,
       services.events,
+      services.referrals,
     ),
 });

@@ -10,6 +10,7 @@ import type { EventsService } from '../events/service.js';
 import type { PointsTransaction } from '../points-transactions/schemas.js';
 import type { PointsTransactionsService } from '../points-transactions/service.js';
 import { checkProperties } from '../properties.js';
+import type { ReferralsService } from '../referrals/service.js';
 import type { Database } from '../storage/schema.js';
 import type { UnitOfWork, Work } from '../storage/unit-of-work.js';
 import { parseTime } from '../time.js';
@@ -35,7 +36,8 @@ const MAX_ATTEMPTS = 3;
  * bound to its token, in the same transaction (docs/engine.md). Its events, in the order the
  * changes happen: `customer.created` for a new email (and its placement's tier change), then per
  * credit `points_transaction.created` (and `customer.vip_tier_changed` when it moved the customer),
- * then `activity.created` with its credits.
+ * then `activity.created` with its credits, then, when it completes a referral, `referral.completed`
+ * with the sender's reward's events.
  */
 export class ActivitiesService {
   constructor(
@@ -47,6 +49,7 @@ export class ActivitiesService {
     private readonly customers: CustomersService,
     private readonly ledger: PointsTransactionsService,
     private readonly events: EventsService,
+    private readonly referrals: ReferralsService,
   ) {}
 
   /**
@@ -121,6 +124,9 @@ export class ActivitiesService {
     // gets here (its work rolls back on Duplicate, or the idempotency layer does not run it).
     const recorded = toActivity(activity, type, credits);
     this.events.record(w, accountId, 'activity.created', { activity: recorded });
+    // A referred friend's qualifying order completes their referral, in this transaction (the
+    // referrals room owns the rules; the customer is locked, so one completion at a time).
+    await this.referrals.completeFor(w, { accountId, customer, token: type.token, properties: input.properties, time });
     return { activity: recorded, created: true };
   }
 

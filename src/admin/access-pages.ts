@@ -5,16 +5,11 @@ import { ALL_SCOPES, SCOPE_DESCRIPTIONS } from '../auth/scopes.js';
 import { Form } from './form.js';
 import { FormBody, IdParams, PageQuery } from './form-schemas.js';
 import { noticeFor, owned, sendPage, submitForm } from './pages.js';
-import { ADMIN_FILES, CONSOLE_CSP } from './views.js';
+import { ADMIN_FILES, COPY_CSP } from './views.js';
 
 const hide = { hide: true };
 const SCOPES = ALL_SCOPES.map((scope) => ({ scope, description: SCOPE_DESCRIPTIONS[scope] }));
 const COPY_SCRIPT = readFileSync(join(ADMIN_FILES, 'assets', 'copy.js'));
-/**
- * The page that shows a new key runs one script, the copy button's, served from the console
- * like its stylesheet: no inline script, nothing from elsewhere. Every other page runs none.
- */
-const KEY_CREATED_CSP = `${CONSOLE_CSP}; script-src 'self'`;
 
 /** Who may call the API for the account: its API keys, and the apps it has connected. */
 const accessPages: FastifyPluginAsyncTypebox = async (app) => {
@@ -78,7 +73,8 @@ const accessPages: FastifyPluginAsyncTypebox = async (app) => {
     const { session, user } = request.console!;
     const key = await ownKey(user.accountId, request.params.id, true);
     const raw = await auth.revealApiKey(user.accountId, key.id, session.id);
-    if (raw !== null) reply.header('content-security-policy', KEY_CREATED_CSP);
+    // The page runs one script, the copy button's, served from the console like its stylesheet.
+    if (raw !== null) reply.header('content-security-policy', COPY_CSP);
     return sendPage(reply, request, 200, 'api-key-created', {
       title: raw === null ? 'API key shown already' : 'API key created',
       key,

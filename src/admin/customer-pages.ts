@@ -1,14 +1,17 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyReply } from 'fastify';
 import { type Static, Type } from 'typebox';
 import { CUSTOMER_STATES } from '../customers/schemas.js';
 import type { CustomerSearch } from '../customers/service.js';
 import { invalidParameter } from '../errors.js';
 import { PointsTransactionInput } from '../points-transactions/schemas.js';
+import { isRunning } from '../referrals/service.js';
 import { validate } from '../validate.js';
 import { Form } from './form.js';
 import { FormBody, IdParams, PageQuery } from './form-schemas.js';
 import { type FormView, noticeFor, sendPage, submitForm } from './pages.js';
+import { COPY_CSP } from './views.js';
 
 /** The longest search text: enough for any email part or name, short enough to keep a scan cheap. */
 const MAX_SEARCH = 100;
@@ -46,6 +49,8 @@ function readSearch(query: CustomersQuery): { search: CustomerSearch; form: Reco
 }
 
 const ADJUST_KEY = /^console-[0-9a-f-]{36}$/;
+/** The referrals a customer's page lists (the newest); the referrals page has them all. */
+const STARTED_REFERRALS = 5;
 
 const ADJUST_FORM: FormView = {
   view: 'customer',
@@ -58,9 +63,18 @@ const ADJUST_FORM: FormView = {
   refusals: { insufficient_points: { field: 'points_change' } },
 };
 
-/** Customers: search by part of an email or name, state and tier; a customer's balance, tier, ledger, rewards and activities; manual adjustments. */
+/** Customers: search by part of an email or name, state and tier; a customer's balance, tier, ledger, rewards, activities, referral URL and referrals; manual adjustments. */
 const customerPages: FastifyPluginAsyncTypebox = async (app) => {
-  const { customers, pointsTransactions, vipTiers, admin, pointsSettings, rewardFulfillments } = app.services;
+  const {
+    customers,
+    pointsTransactions,
+    vipTiers,
+    admin,
+    pointsSettings,
+    rewardFulfillments,
+    referrals,
+    referralSettings,
+  } = app.services;
 
   /** A page of the console's customer search, as the customers page shows it. */
   const searchData = async (accountId: number, query: CustomersQuery) => {
@@ -109,16 +123,22 @@ const customerPages: FastifyPluginAsyncTypebox = async (app) => {
     },
   );
 
-  /** Everything the customer page shows besides the adjustment form. */
-  const customerData = async (accountId: number, id: number, cursor: string | undefined) => {
+  /**
+   * Everything the customer page shows besides the adjustment form. A customer with a referral URL
+   * gets its Copy button, the page's one script (COPY_CSP), on every answer that shows the page.
+   */
+  const customerData = async (reply: FastifyReply, accountId: number, id: number, cursor: string | undefined) => {
     const customer = await customers.get(accountId, id);
-    const [ledger, tiers, activities, labels, rewards] = await Promise.all([
+    const [ledger, tiers, activities, labels, rewards, started, program] = await Promise.all([
       pointsTransactions.page(accountId, { customer_id: id, cursor }),
       vipTiers.list(accountId),
       admin.latestActivities(accountId, id),
       pointsSettings.get(accountId),
       rewardFulfillments.latestFor(accountId, id),
+      referrals.page(accountId, { sender_customer_id: id, limit: STARTED_REFERRALS }),
+      referralSettings.program(accountId),
     ]);
+    if (customer.referral_url !== null) reply.header('content-security-policy', COPY_CSP);
     // The API's transactions do not name the console user who made one: the console reads it beside them.
     const staff = await admin.adjustmentStaff(
       accountId,
@@ -137,6 +157,9 @@ const customerPages: FastifyPluginAsyncTypebox = async (app) => {
       activities,
       rewards,
       labels: labels.points_label,
+      referrals: started.referrals,
+      moreReferrals: started.metadata.next_cursor !== '',
+      referralProgram: program === undefined ? 'none' : isRunning(program) ? 'running' : 'stopped',
       title: customer.email,
     };
   };
@@ -147,7 +170,7 @@ const customerPages: FastifyPluginAsyncTypebox = async (app) => {
     async (request, reply) => {
       const { accountId } = request.console!.user;
       return sendPage(reply, request, 200, 'customer', {
-        ...(await customerData(accountId, request.params.id, request.query.cursor)),
+        ...(await customerData(reply, accountId, request.params.id, request.query.cursor)),
         values: {},
         notice: noticeFor(request.query.notice),
       });
@@ -165,7 +188,7 @@ const customerPages: FastifyPluginAsyncTypebox = async (app) => {
         ...ADJUST_FORM,
         title: customer.email,
         values: request.body,
-        data: async () => ({ ...(await customerData(accountId, customer.id, undefined)), failedForm: 'adjust' }),
+        data: async () => ({ ...(await customerData(reply, accountId, customer.id, undefined)), failedForm: 'adjust' }),
         save: async () => {
           // The console asks for a reason (the API lets it be empty): every manual change says why.
           if (form.text('description').trim() === '') {
@@ -209,7 +232,7 @@ const customerPages: FastifyPluginAsyncTypebox = async (app) => {
         fields: ['state'],
         labels: { state: 'State' },
         values: request.body,
-        data: async () => ({ ...(await customerData(accountId, customer.id, undefined)), failedForm: 'state' }),
+        data: async () => ({ ...(await customerData(reply, accountId, customer.id, undefined)), failedForm: 'state' }),
         save: async () => {
           await customers.setState(customer.id, new Form(request.body).text('state'));
           return `/admin/customers/${customer.id}?notice=saved`;

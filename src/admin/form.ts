@@ -158,10 +158,18 @@ export function humanMessage(
   if (message === 'is required' || /^must NOT have fewer than 1 characters?$/.test(message)) {
     return `${prefix}This is required.`;
   }
-  if (message === 'must be integer') {
+  // A nullable number's ("must be integer or null"): the form's empty field is null already.
+  if (message === 'must be integer' || message === 'must be integer or null') {
     return `${prefix}Enter a whole number${points ? ` of ${points.other}` : ''}, such as ${points ? '50' : '5'}.`;
   }
-  if (message === 'must be number') return `${prefix}Enter a number, such as 5 or 2.5.`;
+  if (message === 'must be number' || message === 'must be number or null')
+    return `${prefix}Enter a number, such as 5 or 2.5.`;
+  // A referral reward given as points, without the points (referral-settings/service.ts).
+  const given = /^is required when fulfillment is points \((\d+) to (\d+)\)$/.exec(message);
+  if (given) {
+    const [low, high] = [Number(given[1]), Number(given[2])].map((n) => n.toLocaleString('en-US'));
+    return `${prefix}Enter how many ${points ? points.other : 'points'} to give, from ${low} to ${high}.`;
+  }
   const bound = /^must be (>=|>|<=|<) (-?[\d.e+]+)$/.exec(message);
   if (bound) {
     const n = Number(bound[2]);

@@ -1,60 +1,91 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { Form, flatten } from './form.js';
+import { REFERRAL_PROGRAM_LIMITS, type ReferralProgram } from '../referral-settings/schemas.js';
+import { isRunning } from '../referrals/service.js';
+import { Form, type FormBody, flatten } from './form.js';
 import { PageQuery } from './form-schemas.js';
 import { type FormView, hide, noticeFor, post, sendPage, submitForm, typed } from './pages.js';
+
+const REWARDS = [
+  ['sender_reward', 'Referrer’s reward'],
+  ['receiver_reward', 'Friend’s reward'],
+] as const;
 
 const REFERRAL_FORM: FormView = {
   view: 'referral-settings',
   title: 'Referral settings',
   root: 'referral_settings',
-  fields: ['status', ...['sender_reward', 'receiver_reward'].flatMap(rewardFields)],
+  fields: [
+    'status',
+    'qualifying_activity_token',
+    'minimum_amount',
+    'window_days',
+    'landing_url',
+    'sender_limit_per_30_days',
+    ...REWARDS.flatMap(([root]) => rewardFields(root)),
+  ],
   labels: {
     status: 'Status',
+    qualifying_activity_token: 'Qualifying activity type',
+    minimum_amount: 'Minimum amount',
+    window_days: 'Days to complete',
+    landing_url: 'Landing URL',
+    sender_limit_per_30_days: 'Referrals per customer in 30 days',
     ...Object.fromEntries(
-      [
-        ['sender_reward', 'Referrer’s reward'],
-        ['receiver_reward', 'Friend’s reward'],
-      ].flatMap(([root, whose]) => [
+      REWARDS.flatMap(([root, whose]) => [
         [`${root}.name`, `${whose}: name`],
         [`${root}.image.url`, `${whose}: image URL`],
         [`${root}.image.content_type`, `${whose}: image type`],
+        [`${root}.fulfillment`, `${whose}: given as`],
+        [`${root}.points`, `${whose}: points`],
       ]),
     ),
   },
+  pointFields: REWARDS.map(([root]) => `${root}.points`),
 };
 
-/** The referral program's settings: shown, saved, deleted. */
+/** What the form shows for an account without a program: the service's defaults. */
+const NEW_PROGRAM: FormBody = {
+  status: 'active',
+  'sender_reward.fulfillment': 'code',
+  'receiver_reward.fulfillment': 'code',
+  minimum_amount: '0',
+  window_days: String(REFERRAL_PROGRAM_LIMITS.windowDays.default),
+  sender_limit_per_30_days: String(REFERRAL_PROGRAM_LIMITS.senderLimit.default),
+};
+
+/** The referral program: every field of it shown, saved, deleted. */
 const referralSettingsPages: FastifyPluginAsyncTypebox = async (app) => {
-  const { referralSettings } = app.services;
+  const { referralSettings, activityTypes, pointsSettings } = app.services;
+
+  /** What the page shows besides the form: the activity types to choose from, and whether the program runs. */
+  const pageData = async (accountId: number, program: ReferralProgram | undefined) => ({
+    activityTypes: await activityTypes.list(accountId),
+    points: (await pointsSettings.get(accountId)).points_label,
+    configured: program !== undefined,
+    running: program !== undefined && isRunning(program),
+    limits: REFERRAL_PROGRAM_LIMITS,
+  });
 
   app.get('/referral-settings', { schema: { ...hide, querystring: PageQuery } }, async (request, reply) => {
     const { accountId } = request.console!.user;
-    const settings = await referralSettings.get(accountId).catch((error: unknown) => {
-      if ((error as { code?: string }).code === 'not_found') return null;
-      throw error;
-    });
+    const program = await referralSettings.program(accountId);
     return sendPage(reply, request, 200, REFERRAL_FORM.view, {
       title: REFERRAL_FORM.title,
       fieldLabels: REFERRAL_FORM.labels,
-      values: settings ? flatten(settings) : { status: 'active' },
-      configured: settings !== null,
+      values: program ? flatten(program) : NEW_PROGRAM,
+      ...(await pageData(accountId, program)),
       notice: noticeFor(request.query.notice),
     });
   });
 
   app.post('/referral-settings', { ...typed, schema: post }, async (request, reply) => {
     const { accountId } = request.console!.user;
-    const form = new Form(request.body);
     return submitForm(request, reply, {
       ...REFERRAL_FORM,
       values: request.body,
-      data: { configured: true },
+      data: async () => pageData(accountId, await referralSettings.program(accountId)),
       save: async () => {
-        await referralSettings.set(accountId, {
-          status: form.text('status'),
-          sender_reward: rewardInput(form, 'sender_reward'),
-          receiver_reward: rewardInput(form, 'receiver_reward'),
-        });
+        await referralSettings.set(accountId, programInput(new Form(request.body)));
         return '/admin/referral-settings?notice=saved';
       },
     });
@@ -64,7 +95,10 @@ const referralSettingsPages: FastifyPluginAsyncTypebox = async (app) => {
     await referralSettings.get(request.console!.user.accountId);
     return sendPage(reply, request, 200, 'confirm', {
       title: 'Delete the referral program?',
-      message: 'GET /v1/referral_settings answers 404 from now on, until you save settings again.',
+      message:
+        'Referral URLs stop leading to your store and no referral is made or completed from now on; ' +
+        'GET /v1/referral_settings answers 404 until you save settings again. ' +
+        'Referrals made so far and the rewards they gave stay.',
       action: '/admin/referral-settings/delete',
       confirm: 'Delete the referral program',
       cancel: '/admin/referral-settings',
@@ -78,16 +112,39 @@ const referralSettingsPages: FastifyPluginAsyncTypebox = async (app) => {
 };
 
 function rewardFields(root: string): string[] {
-  return [`${root}.name`, `${root}.image.url`, `${root}.image.content_type`];
+  return [`${root}.name`, `${root}.image.url`, `${root}.image.content_type`, `${root}.fulfillment`, `${root}.points`];
+}
+
+/**
+ * The form as the input `referral-settings set` takes (ReferralProgramInput). An empty optional
+ * field is left out, so the service's default applies; a number that is not one is passed on as
+ * typed, for the service's schema to refuse at its field.
+ */
+function programInput(form: Form) {
+  return {
+    status: form.text('status'),
+    sender_reward: rewardInput(form, 'sender_reward'),
+    receiver_reward: rewardInput(form, 'receiver_reward'),
+    qualifying_activity_token: form.optional('qualifying_activity_token') ?? null,
+    // A decimal as typed (`25.50`): the service reads it exactly, as it reads an activity's amount.
+    minimum_amount: form.optional('minimum_amount')?.trim(),
+    window_days: form.number('window_days'),
+    landing_url: form.optional('landing_url')?.trim() ?? null,
+    sender_limit_per_30_days: form.number('sender_limit_per_30_days'),
+  };
 }
 
 function rewardInput(form: Form, root: string) {
+  const fulfillment = form.text(`${root}.fulfillment`);
   return {
     name: form.text(`${root}.name`),
     image: {
       url: form.text(`${root}.image.url`),
       content_type: form.optional(`${root}.image.content_type`) ?? null,
     },
+    fulfillment,
+    // Read only when the reward is points: the field is hidden for a code.
+    ...(fulfillment === 'points' ? { points: form.number(`${root}.points`) } : {}),
   };
 }
 

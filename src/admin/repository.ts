@@ -110,3 +110,19 @@ export async function adjustmentStaff(
     .execute();
   return new Map(rows.map((row) => [Number(row.id), row.email]));
 }
+
+/** The points each of these transactions moved, by transaction id (the account's only). */
+export async function pointsChanges(
+  db: Kysely<Database>,
+  accountId: number,
+  transactionIds: readonly number[],
+): Promise<Map<number, number>> {
+  if (transactionIds.length === 0) return new Map();
+  const rows = await db
+    .selectFrom('points_transactions')
+    .select(['id', 'points_change'])
+    .where('account_id', '=', accountId)
+    .where('id', 'in', transactionIds)
+    .execute();
+  return new Map(rows.map((row) => [Number(row.id), Number(row.points_change)]));
+}

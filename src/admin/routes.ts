@@ -20,6 +20,7 @@ import { sendPage } from './pages.js';
 import pointsProductsPages from './points-products-pages.js';
 import pointsSettingsPages from './points-settings-pages.js';
 import referralSettingsPages from './referral-settings-pages.js';
+import referralsPages from './referrals-pages.js';
 import { ADMIN_FILES, CONSOLE_CSP, SECTIONS } from './views.js';
 import vipTiersPages from './vip-tiers-pages.js';
 import webhooksPages from './webhooks-pages.js';
@@ -239,6 +240,7 @@ const adminRoutes: FastifyPluginAsyncTypebox = async (app) => {
   await app.register(pointsSettingsPages);
   await app.register(pointsProductsPages);
   await app.register(customerPages);
+  await app.register(referralsPages);
   await app.register(accessPages);
   await app.register(webhooksPages);
 };

@@ -6,6 +6,7 @@ import {
   type CustomerActivity,
   latestActivities,
   type ProgramFigures,
+  pointsChanges,
   programFigures,
 } from './repository.js';
 
@@ -33,5 +34,10 @@ export class AdminService {
   /** The console users who made these points transactions (manual adjustments), by transaction id. */
   async adjustmentStaff(accountId: number, transactionIds: readonly number[]): Promise<Map<number, string>> {
     return adjustmentStaff(this.db, accountId, transactionIds);
+  }
+
+  /** The points each of these transactions moved (a referral's reward given as points), by transaction id. */
+  async pointsChanges(accountId: number, transactionIds: readonly number[]): Promise<Map<number, number>> {
+    return pointsChanges(this.db, accountId, transactionIds);
   }
 }

@@ -13,6 +13,12 @@ export const CONSOLE_CSP =
   "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
 /**
+ * The CSP of a page with a Copy button (a new API key, a webhook secret, a customer's referral
+ * URL): the console's, and its one script, `/admin/assets/copy.js`, served from here. No inline script.
+ */
+export const COPY_CSP = `${CONSOLE_CSP}; script-src 'self'`;
+
+/**
  * The console's templates and stylesheet: src/admin of the package, wherever this module was
  * compiled to (dist/, dist-bench/src/, or src/ itself under the tests). tsc does not copy them.
  */
@@ -37,6 +43,7 @@ const eta = new Eta({
 export const SECTIONS = [
   { href: '/admin/overview', label: 'Overview' },
   { href: '/admin/customers', label: 'Customers' },
+  { href: '/admin/referrals', label: 'Referrals' },
   { href: '/admin/earning-rules', label: 'Earning rules' },
   { href: '/admin/activity-types', label: 'Activity types' },
   { href: '/admin/vip-tiers', label: 'VIP tiers' },
@@ -64,6 +71,8 @@ const fmt = {
   time: (ms: number) => `${new Date(ms).toISOString().slice(0, 16).replace('T', ' ')} UTC`,
   /** An ISO timestamp of the API as `time` writes it. */
   isoTime: (iso: string) => `${iso.slice(0, 16).replace('T', ' ')} UTC`,
+  /** 33.3%: a share (0 to 1) as a percentage. */
+  percent: (share: number) => share.toLocaleString('en-US', { style: 'percent', maximumFractionDigits: 1 }),
   /** 1,500 Coins: an amount in the account's points labels. */
   points: (n: number, label: PointsLabel) => pointsText(n, label),
   /** The section a path belongs to. */

@@ -6,7 +6,7 @@ import { EVENT_TYPE_NAMES, EVENT_TYPES } from '../events/catalog.js';
 import { Form } from './form.js';
 import { PageQuery } from './form-schemas.js';
 import { type FormView, hide, noticeFor, post, postWithId, sendPage, submitForm, typed, withId } from './pages.js';
-import { CONSOLE_CSP } from './views.js';
+import { COPY_CSP } from './views.js';
 
 /** The event types an endpoint can choose (`ping` is sent only on request, to one endpoint). */
 const EVENT_CHOICES = EVENT_TYPE_NAMES.filter((type) => type !== 'ping').map((type) => ({
@@ -38,8 +38,6 @@ const SECRET_COOKIE = 'loyalty_webhook_secret';
 const SECRET_COOKIE_SECONDS = 10 * 60;
 const secretPath = (id: number) => `/admin/webhooks/${id}/secret`;
 const secretContext = (id: number) => `webhook_endpoint:${id}:secret`;
-/** The secret's page runs one script, the copy button's (as the new API key's page does). */
-const SECRET_CSP = `${CONSOLE_CSP}; script-src 'self'`;
 
 /** The one-line messages of the webhooks pages (`?notice=`), beside the console's own. */
 const NOTICES: Record<string, string> = {
@@ -201,7 +199,7 @@ const webhooksPages: FastifyPluginAsyncTypebox = async (app) => {
     const secret = sealed === undefined ? null : unseal(sealed, session.id, secretContext(endpoint.id));
     // Read once: a reload, the back button or a later visit finds nothing to show.
     if (sealed !== undefined) reply.clearCookie(SECRET_COOKIE, { path: secretPath(endpoint.id) });
-    if (secret !== null) reply.header('content-security-policy', SECRET_CSP);
+    if (secret !== null) reply.header('content-security-policy', COPY_CSP);
     return sendPage(reply, request, 200, 'webhook-secret', {
       title: secret === null ? 'Signing secret shown already' : 'Signing secret',
       endpoint,

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { systemClock } from '../clock.js';
-import { type Config, ConfigError, loadConfig, localBaseUrl } from '../config.js';
+import { type Config, ConfigError, loadConfig, localBaseUrl, referralBaseUrl } from '../config.js';
 import { toContractError } from '../error-mapping.js';
 import { DomainError } from '../errors.js';
 import { createServices, type Services } from '../services.js';
@@ -41,6 +41,7 @@ export async function run<T>(
       clock: systemClock,
       accessTokenTtlSeconds: config.accessTokenTtlSeconds,
       events: config.events,
+      referralBaseUrl: referralBaseUrl(config),
     });
     const result = await action({ services, db, config });
     process.stdout.write(json ? `${JSON.stringify(result)}\n` : `${text(result)}\n`);

@@ -13,6 +13,7 @@ import {
 } from './commands/engine.js';
 import { registerMigrateCommand } from './commands/migrate.js';
 import { registerReferralSettingsCommands } from './commands/referral-settings.js';
+import { registerReferralCommands } from './commands/referrals.js';
 import { registerTokenCommands } from './commands/tokens.js';
 import { registerUserCommands } from './commands/users.js';
 import { registerWebhookCommands } from './commands/webhooks.js';
@@ -41,6 +42,7 @@ export function buildProgram(): Command {
   registerPointsProductCommands(program);
   registerUserCommands(program);
   registerWebhookCommands(program);
+  registerReferralCommands(program);
   registerMigrateCommand(program);
   registerDemoCommand(program);
   return program;

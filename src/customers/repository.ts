@@ -15,7 +15,8 @@ export interface StoredCustomer {
   readonly dateOfBirth: string | null;
   readonly pointsBalance: number;
   readonly pointsEarned: number;
-  readonly referralUrl: string | null;
+  /** The referral code (a member's; null for a customer who never was one). */
+  readonly referralCode: string | null;
   readonly vipTierId: number | null;
   readonly createdAt: number;
   readonly updatedAt: number;
@@ -24,7 +25,14 @@ export interface StoredCustomer {
 /** What a new customer is inserted with. */
 export type NewCustomer = Pick<
   CustomerRow,
-  'account_id' | 'email' | 'email_normalized' | 'first_name' | 'last_name' | 'created_at' | 'updated_at'
+  | 'account_id'
+  | 'email'
+  | 'email_normalized'
+  | 'first_name'
+  | 'last_name'
+  | 'referral_code'
+  | 'created_at'
+  | 'updated_at'
 >;
 
 /**
@@ -43,7 +51,18 @@ export async function insertCustomerIfAbsent(
 const insertCustomerQuery = compiledQuery((db, v: NewCustomer) =>
   db
     .insertInto('customers')
-    .values(pick(v, ['account_id', 'email', 'email_normalized', 'first_name', 'last_name', 'created_at', 'updated_at']))
+    .values(
+      pick(v, [
+        'account_id',
+        'email',
+        'email_normalized',
+        'first_name',
+        'last_name',
+        'referral_code',
+        'created_at',
+        'updated_at',
+      ]),
+    )
     .onConflict((oc) => oc.columns(['account_id', 'email_normalized']).doNothing())
     .returningAll(),
 );
@@ -54,13 +73,50 @@ export async function findCustomerByEmail(
   accountId: number,
   emailNormalized: string,
 ): Promise<CustomerSummary | undefined> {
+  const customer = await findStoredCustomerByEmail(db, accountId, emailNormalized);
+  return (
+    customer && { id: customer.id, email: customer.email, first_name: customer.firstName, last_name: customer.lastName }
+  );
+}
+
+/** The customer with this referral code, in any account (codes are unique across all of them). */
+export async function findCustomerByReferralCode(
+  db: Kysely<Database>,
+  code: string,
+): Promise<StoredCustomer | undefined> {
+  const row = await db.selectFrom('customers').selectAll().where('referral_code', '=', code).executeTakeFirst();
+  return row && toStoredCustomer(row);
+}
+
+/** The account's customers with these ids (in no order; ids of another account are left out). */
+export async function findCustomersByIds(
+  db: Kysely<Database>,
+  accountId: number,
+  ids: readonly number[],
+): Promise<StoredCustomer[]> {
+  if (ids.length === 0) return [];
+  const rows = await db
+    .selectFrom('customers')
+    .selectAll()
+    .where('account_id', '=', accountId)
+    .where('id', 'in', [...new Set(ids)])
+    .execute();
+  return rows.map(toStoredCustomer);
+}
+
+/** The account's customer with this normalised email, as stored. */
+export async function findStoredCustomerByEmail(
+  db: Kysely<Database>,
+  accountId: number,
+  emailNormalized: string,
+): Promise<StoredCustomer | undefined> {
   const row = await db
     .selectFrom('customers')
     .selectAll()
     .where('account_id', '=', accountId)
     .where('email_normalized', '=', emailNormalized)
     .executeTakeFirst();
-  return row && toSummary(row);
+  return row && toStoredCustomer(row);
 }
 
 /** Every customer of the account, oldest first. */
@@ -196,17 +252,23 @@ export async function searchCustomersPage(
 
 /**
  * Sets a customer's state when it is another; the customer, or undefined when there is no
- * customer with this id or it already has this state (nothing written then).
+ * customer with this id or it already has this state (nothing written then). A customer who
+ * becomes a member for the first time gets `referralCode` as their referral code.
  */
 export async function updateCustomerState(
   trx: Transaction<Database>,
   id: number,
   state: CustomerState,
   now: number,
+  referralCode: string,
 ): Promise<StoredCustomer | undefined> {
   const row = await trx
     .updateTable('customers')
-    .set({ state, updated_at: now })
+    .set({
+      state,
+      updated_at: now,
+      ...(state === 'member' ? { referral_code: sql<string>`coalesce(referral_code, ${referralCode})` } : {}),
+    })
     .where('id', '=', id)
     .where('state', '<>', state)
     .returningAll()
@@ -225,7 +287,7 @@ function toStoredCustomer(row: CustomerRow): StoredCustomer {
     dateOfBirth: row.date_of_birth,
     pointsBalance: row.points_balance,
     pointsEarned: row.points_earned,
-    referralUrl: row.referral_url,
+    referralCode: row.referral_code,
     vipTierId: row.vip_tier_id,
     createdAt: row.created_at,
     updatedAt: row.updated_at,

@@ -12,6 +12,6 @@ declare module '../services.js' {
 export const customersRoom = defineRoom({
   name: 'customers',
   routes,
-  service: ({ clock, db, uow, services }) =>
-    new CustomersService(db.kysely, uow, clock, services.accounts, services.vipTiers, services.events),
+  service: ({ clock, db, uow, services, referralBaseUrl }) =>
+    new CustomersService(db.kysely, uow, clock, services.accounts, services.vipTiers, services.events, referralBaseUrl),
 });

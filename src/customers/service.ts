@@ -7,6 +7,7 @@ import { DomainError, invalidParameter, notFound } from '../errors.js';
 import type { EventsService } from '../events/service.js';
 import { Cursors, keysetPage, type PageMetadata } from '../pagination/keyset.js';
 import { DEFAULT_LIMIT } from '../pagination/schemas.js';
+import { newReferralCode, referralUrl } from '../referrals/code.js';
 import type { CustomerState, Database } from '../storage/schema.js';
 import type { UnitOfWork, Work } from '../storage/unit-of-work.js';
 import { parseTime } from '../time.js';
@@ -19,7 +20,10 @@ import {
   findCustomer,
   findCustomerByEmail,
   findCustomerById,
+  findCustomerByReferralCode,
+  findCustomersByIds,
   findCustomersPage,
+  findStoredCustomerByEmail,
   insertCustomerIfAbsent,
   listCustomers,
   lockCustomer,
@@ -79,6 +83,8 @@ export class CustomersService {
     private readonly accounts: AccountsService,
     private readonly vipTiers: VipTiersService,
     private readonly events: EventsService,
+    /** Where referral URLs point: REFERRAL_BASE_URL, else the server's address and `/r`. */
+    private readonly referralBase: string,
   ) {
     this.cursors = new Cursors(db, clock);
   }
@@ -103,7 +109,7 @@ export class CustomersService {
       }),
       this.vipTiers.list(accountId),
     ]);
-    return { customers: page.items.map((row) => toCustomer(row, tiers)), metadata: page.metadata };
+    return { customers: page.items.map((row) => toCustomer(row, tiers, this.referralBase)), metadata: page.metadata };
   }
 
   /**
@@ -130,14 +136,18 @@ export class CustomersService {
       }),
       this.vipTiers.list(accountId),
     ]);
-    return { customers: page.items.map((row) => toCustomer(row, tiers)), metadata: page.metadata, tiers };
+    return {
+      customers: page.items.map((row) => toCustomer(row, tiers, this.referralBase)),
+      metadata: page.metadata,
+      tiers,
+    };
   }
 
   /** The account's customer; `404 not_found` for an id the account does not have. */
   async get(accountId: number, id: number): Promise<Customer> {
     const customer = await findCustomer(this.db, accountId, id);
     if (!customer) throw notFound(`customer ${id} does not exist`);
-    return toCustomer(customer, await this.vipTiers.list(accountId));
+    return toCustomer(customer, await this.vipTiers.list(accountId), this.referralBase);
   }
 
   /**
@@ -149,10 +159,10 @@ export class CustomersService {
       throw invalidParameter('state', `must be one of ${CUSTOMER_STATES.join(', ')}`);
     }
     return this.uow.run(async (w) => {
-      const changed = await updateCustomerState(w.trx, id, state as CustomerState, w.now);
+      const changed = await updateCustomerState(w.trx, id, state as CustomerState, w.now, newReferralCode());
       const customer = changed ?? (await findCustomerById(w.trx, id));
       if (!customer) throw notFound(`customer ${id} does not exist`);
-      const shown = toCustomer(customer, await this.vipTiers.tiersIn(w, customer.accountId));
+      const shown = toCustomer(customer, await this.vipTiers.tiersIn(w, customer.accountId), this.referralBase);
       if (changed) this.events.record(w, customer.accountId, 'customer.updated', { customer: shown });
       return shown;
     });
@@ -162,7 +172,32 @@ export class CustomersService {
   async show(id: number): Promise<Customer> {
     const customer = await findCustomerById(this.db, id);
     if (!customer) throw notFound(`customer ${id} does not exist`);
-    return toCustomer(customer, await this.vipTiers.list(customer.accountId));
+    return toCustomer(customer, await this.vipTiers.list(customer.accountId), this.referralBase);
+  }
+
+  /** The customer holding this referral code, in any account (read in `w` when given); undefined for an unknown code. */
+  byReferralCode(code: string, w?: Work): Promise<StoredCustomer | undefined> {
+    return findCustomerByReferralCode(w?.trx ?? this.db, code);
+  }
+
+  /**
+   * The account's customers with these ids as the API shows them, by id: read in `w` when given
+   * (to see its own changes, without a second connection of the pool), else from the pool.
+   */
+  async shownByIds(accountId: number, ids: readonly number[], w?: Work): Promise<Map<number, Customer>> {
+    const rows = await findCustomersByIds(w?.trx ?? this.db, accountId, ids);
+    const tiers = w ? await this.vipTiers.tiersIn(w, accountId) : await this.vipTiers.list(accountId);
+    return new Map(rows.map((row) => [row.id, toCustomer(row, tiers, this.referralBase)]));
+  }
+
+  /** The account's customer with this email (matched as everywhere), as the work's transaction sees it. */
+  findByEmail(w: Work, accountId: number, email: string): Promise<StoredCustomer | undefined> {
+    return findStoredCustomerByEmail(w.trx, accountId, normalizeEmail(email));
+  }
+
+  /** A customer's referral URL, from their code (null without one). */
+  referralUrlOf(code: string | null): string | null {
+    return referralUrl(this.referralBase, code);
   }
 
   /** Creates a customer (the CLI's `customers create`); an email already in the account is refused. */
@@ -212,7 +247,7 @@ export class CustomersService {
    * read once per work): what the work's events carry.
    */
   async shownIn(w: Work, customer: StoredCustomer): Promise<Customer> {
-    return toCustomer(customer, await this.vipTiers.tiersIn(w, customer.accountId));
+    return toCustomer(customer, await this.vipTiers.tiersIn(w, customer.accountId), this.referralBase);
   }
 
   /**
@@ -238,14 +273,19 @@ export class CustomersService {
       email_normalized: normalizeEmail(fields.email),
       first_name: fields.first_name ?? null,
       last_name: fields.last_name ?? null,
+      // Every new customer is a member: their referral code is made with them.
+      referral_code: newReferralCode(),
       created_at: now,
       updated_at: now,
     };
   }
 }
 
-/** The API form of a customer: `tiers` are the account's, ascending milestone. */
-export function toCustomer(customer: StoredCustomer, tiers: readonly VipTier[]): Customer {
+/**
+ * The API form of a customer: `tiers` are the account's, ascending milestone; `referralBase` is
+ * where referral URLs point.
+ */
+export function toCustomer(customer: StoredCustomer, tiers: readonly VipTier[], referralBase: string): Customer {
   const next = tiers.find((tier) => tier.milestone > customer.pointsEarned);
   return {
     id: customer.id,
@@ -255,7 +295,7 @@ export function toCustomer(customer: StoredCustomer, tiers: readonly VipTier[]):
     state: customer.state,
     date_of_birth: customer.dateOfBirth,
     points_balance: customer.pointsBalance,
-    referral_url: customer.referralUrl,
+    referral_url: referralUrl(referralBase, customer.referralCode),
     vip_tier_id: customer.vipTierId,
     vip_status: {
       vip_tier_id: customer.vipTierId,

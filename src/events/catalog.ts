@@ -38,6 +38,15 @@ export const EVENT_TYPES = {
     scope: 'reward_fulfillment:read',
     description: "A fulfillment's status or usage changed.",
   },
+  'referral.created': {
+    scope: 'referral:read',
+    description: "A friend was referred with a member's code (the friend's reward issued with it).",
+  },
+  'referral.completed': {
+    scope: 'referral:read',
+    description:
+      "A referred friend completed a qualifying order: the referral completed (the sender's reward issued with it).",
+  },
   ping: { scope: 'webhook_endpoint:read', description: 'A test event, sent on request to one endpoint.' },
 } as const satisfies Record<string, { scope: Scope; description: string }>;
 

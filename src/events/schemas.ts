@@ -5,6 +5,7 @@ import { Customer } from '../customers/schemas.js';
 import { PageMetadata, pageParams } from '../pagination/schemas.js';
 import { PointsPurchase } from '../points-products/schemas.js';
 import { PointsTransaction } from '../points-transactions/schemas.js';
+import { Referral } from '../referrals/schemas.js';
 import { REWARD_FULFILLMENT_EXAMPLE, RewardFulfillment } from '../reward-fulfillments/schemas.js';
 import { VipTierChange } from '../vip-tiers/schemas.js';
 import { EVENT_TYPE_NAMES, EVENT_TYPES, type EventType } from './catalog.js';
@@ -34,6 +35,8 @@ export const EVENT_DATA = {
   'points_purchase.created': Type.Object({ points_purchase: PointsPurchase }),
   'reward_fulfillment.created': Type.Object({ reward_fulfillment: RewardFulfillment }),
   'reward_fulfillment.updated': Type.Object({ reward_fulfillment: RewardFulfillment }),
+  'referral.created': Type.Object({ referral: Referral }),
+  'referral.completed': Type.Object({ referral: Referral }),
   ping: Type.Object({}, { additionalProperties: false, description: 'Nothing: a test event' }),
 } as const satisfies Record<EventType, TSchema>;
 

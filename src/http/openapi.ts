@@ -75,7 +75,7 @@ export async function registerOpenApi(app: FastifyInstance, config: Config): Pro
         version: '1.0.0',
         description:
           'Referral settings, customer identities, earning rules, customers, activities, the points ledger, VIP ' +
-          'tiers, points settings, points products and reward fulfillments of a merchant loyalty program, and ' +
+          'tiers, points settings, points products, reward fulfillments and referrals of a merchant loyalty program, and ' +
           'the events of every change: a feed (`GET /v1/events`) and webhooks (the `webhooks` section). ' +
           'Every /v1 request carries `Authorization: Bearer <API key or OAuth access token>`. ' +
           `Scopes: ${ALL_SCOPES.map((s) => `\`${s}\` (${SCOPE_DESCRIPTIONS[s]})`).join('; ')}. ` +
@@ -122,6 +122,7 @@ export async function registerOpenApi(app: FastifyInstance, config: Config): Pro
         { name: 'Points settings', description: 'What the account calls its points' },
         { name: 'Points products', description: 'Rewards for sale for points, and their purchase' },
         { name: 'Reward fulfillments', description: 'Rewards issued to customers, with their codes' },
+        { name: 'Referrals', description: 'Friends referred by customers, and the rewards of both' },
         { name: 'Events', description: 'What happened in the program: the feed of every change' },
         { name: 'Webhook endpoints', description: 'Where events are sent, their secrets and delivery logs' },
         {

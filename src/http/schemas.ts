@@ -35,6 +35,17 @@ const EXAMPLES: Record<ErrorCode, { message: string; details?: ErrorDetail[] }> 
     message: 'customer 7 has 150 points: a change of -1000 would take the balance below 0',
   },
   customer_not_member: { message: 'customer 7 is candidate: only members spend points' },
+  referral_program_inactive: { message: 'the referral program of this account is not active' },
+  referral_not_allowed: {
+    message: 'referral.receiver_customer_email is the email of the customer who refers',
+    details: [
+      {
+        field: 'referral.receiver_customer_email',
+        message: 'is the email of the customer who refers',
+        reason: 'self_referral',
+      },
+    ],
+  },
   rate_limited: { message: 'rate limit of 10 requests per second exceeded; retry after 1 second' },
   internal_error: { message: 'an internal error occurred; quote the request id when reporting it' },
   unavailable: { message: 'the service is temporarily unavailable; retry shortly' },
@@ -63,6 +74,13 @@ const errorBodyOf = <const Codes extends ErrorCode[]>(codes: readonly [...Codes]
           Type.Object({
             field: Type.String({ description: 'The failing field: its dotted path in the body, or its name' }),
             message: Type.String({ description: 'What is wrong with it' }),
+            reason: Type.Optional(
+              Type.String({
+                description:
+                  'Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, ' +
+                  'existing_customer, already_referred, sender_limit)',
+              }),
+            ),
           }),
           { description: 'Present for validation errors: one entry per failing field.' },
         ),

@@ -1,34 +1,44 @@
 import type { Kysely } from 'kysely';
 import type { Database, ReferralSettingsRow } from '../storage/schema.js';
-import type { ReferralSettings } from './schemas.js';
+import type { ReferralProgram } from './schemas.js';
 
-export async function findReferralSettings(
+/** The account's program, every field; undefined when it has none. */
+export async function findReferralProgram(
   db: Kysely<Database>,
   accountId: number,
-): Promise<ReferralSettings | undefined> {
+): Promise<ReferralProgram | undefined> {
   const row = await db
     .selectFrom('referral_settings')
     .selectAll()
     .where('account_id', '=', accountId)
     .executeTakeFirst();
-  return row && toReferralSettings(row);
+  return row && toReferralProgram(row);
 }
 
-/** Creates or replaces the account's settings in one statement. */
-export async function upsertReferralSettings(
+/** Creates or replaces the account's program in one statement. */
+export async function upsertReferralProgram(
   db: Kysely<Database>,
   accountId: number,
-  settings: ReferralSettings,
+  program: ReferralProgram,
   now: number,
 ): Promise<void> {
   const values = {
-    status: settings.status,
-    sender_reward_name: settings.sender_reward.name,
-    sender_reward_image_url: settings.sender_reward.image.url,
-    sender_reward_image_content_type: settings.sender_reward.image.content_type,
-    receiver_reward_name: settings.receiver_reward.name,
-    receiver_reward_image_url: settings.receiver_reward.image.url,
-    receiver_reward_image_content_type: settings.receiver_reward.image.content_type,
+    status: program.status,
+    sender_reward_name: program.sender_reward.name,
+    sender_reward_image_url: program.sender_reward.image.url,
+    sender_reward_image_content_type: program.sender_reward.image.content_type,
+    sender_reward_fulfillment: program.sender_reward.fulfillment,
+    sender_reward_points: program.sender_reward.points,
+    receiver_reward_name: program.receiver_reward.name,
+    receiver_reward_image_url: program.receiver_reward.image.url,
+    receiver_reward_image_content_type: program.receiver_reward.image.content_type,
+    receiver_reward_fulfillment: program.receiver_reward.fulfillment,
+    receiver_reward_points: program.receiver_reward.points,
+    qualifying_activity_token: program.qualifying_activity_token,
+    minimum_amount: program.minimum_amount,
+    window_days: program.window_days,
+    landing_url: program.landing_url,
+    sender_limit_per_30_days: program.sender_limit_per_30_days,
     updated_at: now,
   };
   await db
@@ -43,16 +53,25 @@ export async function deleteReferralSettings(db: Kysely<Database>, accountId: nu
   return result.numDeletedRows > 0n;
 }
 
-function toReferralSettings(row: ReferralSettingsRow): ReferralSettings {
+function toReferralProgram(row: ReferralSettingsRow): ReferralProgram {
   return {
     status: row.status,
     sender_reward: {
       name: row.sender_reward_name,
       image: { url: row.sender_reward_image_url, content_type: row.sender_reward_image_content_type },
+      fulfillment: row.sender_reward_fulfillment,
+      points: row.sender_reward_points,
     },
     receiver_reward: {
       name: row.receiver_reward_name,
       image: { url: row.receiver_reward_image_url, content_type: row.receiver_reward_image_content_type },
+      fulfillment: row.receiver_reward_fulfillment,
+      points: row.receiver_reward_points,
     },
+    qualifying_activity_token: row.qualifying_activity_token,
+    minimum_amount: row.minimum_amount,
+    window_days: row.window_days,
+    landing_url: row.landing_url,
+    sender_limit_per_30_days: row.sender_limit_per_30_days,
   };
 }

@@ -12,5 +12,5 @@ declare module '../services.js' {
 export const referralSettingsRoom = defineRoom({
   name: 'referralSettings',
   routes,
-  service: ({ db, services, uow }) => new ReferralSettingsService(db, uow, services.accounts),
+  service: ({ db, services, uow }) => new ReferralSettingsService(db, uow, services.accounts, services.activityTypes),
 });

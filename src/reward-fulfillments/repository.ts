@@ -66,6 +66,22 @@ export async function findFulfillmentsPage(
   return found.map(toRewardFulfillment);
 }
 
+/** The account's fulfillments with these ids (in no order). */
+export async function findFulfillmentsByIds(
+  db: Kysely<Database>,
+  accountId: number,
+  ids: readonly number[],
+): Promise<RewardFulfillment[]> {
+  if (ids.length === 0) return [];
+  const rows = await db
+    .selectFrom('reward_fulfillments')
+    .selectAll()
+    .where('account_id', '=', accountId)
+    .where('id', 'in', [...new Set(ids)])
+    .execute();
+  return rows.map(toRewardFulfillment);
+}
+
 export function toRewardFulfillment(row: RewardFulfillmentRow): RewardFulfillment {
   return {
     id: row.id,

@@ -7,22 +7,27 @@ import type { Database } from '../storage/schema.js';
 import type { Work } from '../storage/unit-of-work.js';
 import { parseTime } from '../time.js';
 import { newRewardCode } from './code.js';
-import { type FulfillmentFilters, findFulfillmentsPage, insertFulfillmentIfCodeFree } from './repository.js';
+import {
+  type FulfillmentFilters,
+  findFulfillmentsByIds,
+  findFulfillmentsPage,
+  insertFulfillmentIfCodeFree,
+} from './repository.js';
 import type { RewardFulfillment, RewardFulfillmentsPage, RewardFulfillmentsQuery } from './schemas.js';
 
 const REWARD_FULFILLMENTS_CURSOR = { resource: 'reward_fulfillments', filtered: true };
 /** Draws of a new code when one is taken in the account (with 80 random bits, never more than one). */
 const CODE_ATTEMPTS = 5;
 
-/** What a fulfillment is issued for: the customer, the purchase that pays for it, and the reward. */
+/** What a fulfillment is issued for: the customer, the purchase that pays for it (none for a referral's reward), and the reward. */
 export interface FulfillmentOrder {
   accountId: number;
   customerId: number;
-  pointsPurchaseId: number;
+  pointsPurchaseId: number | null;
   reward: { name: string; imageUrl: string };
 }
 
-/** The rewards issued to an account's customers (by purchases), with their codes; issuing them too. */
+/** The rewards issued to an account's customers (by purchases and referrals), with their codes; issuing them too. */
 export class RewardFulfillmentsService {
   private readonly cursors: Cursors;
 
@@ -81,6 +86,16 @@ export class RewardFulfillmentsService {
       }
     }
     throw new Error(`no free reward code in ${CODE_ATTEMPTS} draws`);
+  }
+
+  /** The account's fulfillments with these ids, by id, read with `db` (a work's transaction, to see its own). */
+  async byIds(
+    db: Kysely<Database>,
+    accountId: number,
+    ids: readonly number[],
+  ): Promise<Map<number, RewardFulfillment>> {
+    const found = await findFulfillmentsByIds(db, accountId, ids);
+    return new Map(found.map((fulfillment) => [fulfillment.id, fulfillment]));
   }
 
   /** The rewards issued to the customer (with their codes), newest first, at most `limit`. */

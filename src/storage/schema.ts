@@ -35,6 +35,8 @@ export interface Database {
   webhook_attempts: WebhookAttemptsTable;
   jobs: JobsTable;
   vip_tier_changes: VipTierChangesTable;
+  referrals: ReferralsTable;
+  referral_clicks: ReferralClicksTable;
 }
 
 export interface AccountsTable {
@@ -108,7 +110,8 @@ export interface CustomersTable {
   vip_tier_id: number | null;
   /** `YYYY-MM-DD`, null until something sets it. */
   date_of_birth: string | null;
-  referral_url: string | null;
+  /** The customer's referral code (docs/referrals.md), made when they first become a member. */
+  referral_code: string | null;
 }
 
 export type CustomerState = 'candidate' | 'member' | 'disabled';
@@ -137,6 +140,50 @@ export interface ReferralSettingsTable {
   receiver_reward_image_url: string;
   receiver_reward_image_content_type: string | null;
   updated_at: number;
+  sender_reward_fulfillment: Generated<RewardFulfillmentKind>;
+  sender_reward_points: number | null;
+  receiver_reward_fulfillment: Generated<RewardFulfillmentKind>;
+  receiver_reward_points: number | null;
+  qualifying_activity_token: string | null;
+  /** A decimal, as text. */
+  minimum_amount: Generated<string>;
+  window_days: Generated<number>;
+  landing_url: string | null;
+  sender_limit_per_30_days: Generated<number>;
+}
+
+/** How a referral reward is given: a reward fulfillment with a code, or points. */
+export type RewardFulfillmentKind = 'code' | 'points';
+
+export interface ReferralsTable {
+  id: Generated<number>;
+  account_id: number;
+  sender_customer_id: number;
+  receiver_customer_id: number;
+  receiver_email: string;
+  receiver_email_normalized: string;
+  referral_code: string | null;
+  /** `expired` is never stored: a pending referral past expires_at shows expired. */
+  status: 'pending' | 'completed';
+  expires_at: number;
+  completed_at: number | null;
+  receiver_reward_fulfillment_id: number | null;
+  receiver_points_transaction_id: number | null;
+  sender_reward_fulfillment_id: number | null;
+  sender_points_transaction_id: number | null;
+  /** Why a completed referral gave the sender nothing (`sender_not_member`), else null. */
+  sender_reward_skipped: string | null;
+  created_at: number;
+  updated_at: number;
+}
+export type ReferralRow = Selectable<ReferralsTable>;
+
+export interface ReferralClicksTable {
+  account_id: number;
+  customer_id: number;
+  /** Days since the epoch (UTC). */
+  day: number;
+  clicks: number;
 }
 
 export interface EarningRulesTable {
@@ -369,7 +416,8 @@ export interface RewardFulfillmentsTable {
   id: Generated<number>;
   account_id: number;
   customer_id: number;
-  points_purchase_id: number;
+  /** The purchase that paid for it; null for a referral's reward. */
+  points_purchase_id: number | null;
   name: string;
   /** Unique in the account, random (see reward-fulfillments/code.ts). */
   code: string;

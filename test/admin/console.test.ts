@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { CONSOLE_CSP } from '../../src/admin/views.js';
+import { CONSOLE_CSP, COPY_CSP } from '../../src/admin/views.js';
 import { bearer, createTenant, createTestApp, type TestApp } from '../helpers/app.js';
 import { rowCount } from '../helpers/engine.js';
 import { authorize, Browser, exchange, setupOAuth } from '../oauth/helpers.js';
@@ -53,6 +53,8 @@ async function everyPage(browser: ConsoleBrowser): Promise<string[]> {
     '/admin/overview',
     '/admin/customers',
     `/admin/customers/${customer.id}`,
+    '/admin/referrals',
+    `/admin/referrals?sender=${customer.id}`,
     '/admin/earning-rules',
     '/admin/earning-rules/new',
     `/admin/earning-rules/${(rule as { id: number }).id}`,
@@ -223,11 +225,19 @@ describe('every page', () => {
     for (const url of pages) {
       const page = url === '/admin/sign-in' ? await t.app.inject({ method: 'GET', url }) : await browser.get(url);
       expect([200, 404], url).toContain(page.statusCode);
-      expect(page.headers['content-security-policy'], url).toBe(CONSOLE_CSP);
+      let body = page.body;
+      if (/^\/admin\/customers\/\d+$/.test(url)) {
+        // A member's page has their referral URL with a Copy button: the console's one script, and nothing else.
+        expect(page.headers['content-security-policy'], url).toBe(COPY_CSP);
+        expect(body.match(/<script[^>]*>/g), url).toEqual(['<script src="/admin/assets/copy.js" defer>']);
+        body = body.replace('<script src="/admin/assets/copy.js" defer></script>', '');
+      } else {
+        expect(page.headers['content-security-policy'], url).toBe(CONSOLE_CSP);
+      }
       expect(page.headers['cache-control'], url).toBe('no-store');
       expect(page.headers['x-frame-options'], url).toBe('DENY');
       expect(page.headers['content-type'], url).toBe('text/html; charset=utf-8');
-      expect(page.body, url).not.toMatch(/<script|style=|<style|https?:\/\/(?!cdn\.example\.com)[^"<\s]+\.(?:css|js)/i);
+      expect(body, url).not.toMatch(/<script|style=|<style|https?:\/\/(?!cdn\.example\.com)[^"<\s]+\.(?:css|js)/i);
       expect(page.body, url).toMatch(/<h1>/);
     }
   });
@@ -353,17 +363,20 @@ describe('running the program from the console', () => {
     const key = await t.services.auth.createApiKey(merchant.accountId);
     const api = (url: string) => t.app.inject({ method: 'GET', url, headers: bearer(key.key) });
 
+    // Inactive: an active program needs a qualifying activity type and a landing URL (referrals.test.ts).
     const referral = await browser.submit('/admin/referral-settings', {
-      status: 'active',
+      status: 'inactive',
       'sender_reward.name': '$5 off',
       'sender_reward.image.url': 'https://cdn.example.com/5.png',
       'sender_reward.image.content_type': 'image/png',
+      'sender_reward.fulfillment': 'code',
       'receiver_reward.name': '10% off',
       'receiver_reward.image.url': 'https://cdn.example.com/10.png',
+      'receiver_reward.fulfillment': 'code',
     });
     expect(referral.statusCode, referral.body).toBe(303);
     expect((await api('/v1/referral_settings')).json().referral_settings).toEqual({
-      status: 'active',
+      status: 'inactive',
       sender_reward: { name: '$5 off', image: { url: 'https://cdn.example.com/5.png', content_type: 'image/png' } },
       receiver_reward: { name: '10% off', image: { url: 'https://cdn.example.com/10.png', content_type: null } },
     });

@@ -244,6 +244,7 @@ describe('loyalty demo', () => {
       activity_token: expect.stringMatching(/^activity_[0-9A-Za-z]{14,}$/),
       customer_id: expect.any(Number),
       points_product_id: expect.any(Number),
+      referral_url: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+\/r\/[0-9A-Za-z]{12}$/),
       console_url: `http://127.0.0.1:${port}/admin`,
       console_email: expect.stringMatching(/^demo-\d+@example\.com$/),
       console_password: expect.any(String),
@@ -268,6 +269,19 @@ describe('loyalty demo', () => {
       sender_reward: { name: expect.any(String) },
     });
     for (const answer of answers) expect(Number(answer.status), answer.line).toBeLessThan(300);
+    // The whole referral: Sam referred with Jane's code (his reward code at once), his first order
+    // completing it, and Jane's reward in her referrals.
+    const referred = answers.find((a) => a.line.includes('-X POST') && a.line.includes('/referrals'));
+    expect(referred?.status).toBe('201');
+    expect(referred?.body.referral).toMatchObject({
+      status: 'pending',
+      receiver_customer_email: 'sam@example.com',
+      receiver_reward_fulfillment: { code: expect.any(String), name: '10% off your first order' },
+    });
+    const janes = answers.find((a) => a.line.includes('/referrals?sender_customer_id='));
+    expect(janes?.body.referrals).toMatchObject([
+      { status: 'completed', sender_reward_fulfillment: { code: expect.any(String), name: '$5 off coupon' } },
+    ]);
 
     // The JSON-mode credentials work too.
     const response = await fetch(`${demo.base_url}/referral_settings`, {

@@ -3,9 +3,11 @@ import type { Activity } from '../../src/activities/schemas.js';
 import type { Customer } from '../../src/customers/schemas.js';
 import type { PointsProduct, PointsPurchase } from '../../src/points-products/schemas.js';
 import type { PointsTransaction } from '../../src/points-transactions/schemas.js';
+import type { Referral } from '../../src/referrals/schemas.js';
 import type { VipTier } from '../../src/vip-tiers/schemas.js';
 import { bearer, createTenant, createTestApp, type Tenant, type TestApp } from '../helpers/app.js';
 import { fixedRule, program } from '../helpers/engine.js';
+import { referralSettingsFixture } from '../helpers/fixtures.js';
 
 // Every change of the event catalog, through each front door that makes it (the API's routes,
 // the services the CLI and the console call): the events table gains exactly the change's events,
@@ -14,7 +16,8 @@ import { fixedRule, program } from '../helpers/engine.js';
 // event is recorded when its resource is complete, so `customer.created` (the customer placed),
 // its placement's `customer.vip_tier_changed`, then per ledger entry `points_transaction.created`
 // and the `customer.vip_tier_changed` it caused, the fulfillment, and last the activity or the
-// purchase that holds them.
+// purchase that holds them. A referral's reward comes before `referral.created`; an activity that
+// completes a referral is followed by the sender's reward and `referral.completed`.
 
 let t: TestApp;
 let a: Tenant;
@@ -117,6 +120,28 @@ const fixedProduct = async (price: number) =>
       reward: { name: '$5 off', image_url: 'https://cdn.example.com/r.png' },
     })) as PointsProduct
   ).id;
+
+/** A running referral program (the Order activity type qualifies, earning `orderPoints`); its sender Jane. */
+async function referralProgram(extra: Record<string, unknown> = {}, orderPoints = 0) {
+  const { token } = await program(t.services, a.accountId, (tk) =>
+    orderPoints ? [fixedRule('Order', orderPoints, tk)] : [],
+  );
+  await t.services.referralSettings.set(a.accountId, {
+    ...referralSettingsFixture,
+    qualifying_activity_token: token,
+    landing_url: 'https://shop.example/',
+    ...extra,
+  });
+  return { jane: await newCustomer() };
+}
+const pointsReward = (side: 'sender_reward' | 'receiver_reward', points: number) => ({
+  ...referralSettingsFixture[side],
+  fulfillment: 'points',
+  points,
+});
+const refer = async (referral: Record<string, unknown>): Promise<Referral> =>
+  (await api('POST', '/v1/referrals', { referral })).referral;
+const referral = async (id: number): Promise<Referral> => (await api('GET', `/v1/referrals/${id}`)).referral;
 
 /**
  * One change: `setup` prepares it (its events are not counted), `change` makes it and answers
@@ -276,6 +301,142 @@ const cases: Case[] = [
         ['reward_fulfillment.created', { reward_fulfillment: points_purchase.reward_fulfillment }],
         ['points_purchase.created', { points_purchase }],
       ];
+    },
+  },
+  {
+    door: 'API',
+    name: 'a referral of a new email, rewarded with a code: customer.created, reward_fulfillment.created, referral.created',
+    setup: () => referralProgram(),
+    change: async ({ jane }) => {
+      const made = await refer({ sender_customer_id: jane, receiver_customer_email: 'friend@example.com' });
+      return [
+        ['customer.created', { customer: await customer(made.receiver_customer!.id) }],
+        ['reward_fulfillment.created', { reward_fulfillment: made.receiver_reward_fulfillment }],
+        ['referral.created', { referral: made }],
+      ];
+    },
+  },
+  {
+    door: 'API',
+    name: 'a referral of a known email, rewarded with points: points_transaction.created, referral.created',
+    setup: async () => {
+      const ctx = await referralProgram({ receiver_reward: pointsReward('receiver_reward', 25) });
+      return { ...ctx, bob: await newCustomer('bob@example.com') };
+    },
+    change: async ({ jane }) => {
+      const made = await refer({ sender_customer_id: jane, receiver_customer_email: 'BOB@example.com' });
+      const { points_transaction } = await api('GET', `/v1/points_transactions/${made.receiver_points_transaction_id}`);
+      return [
+        ['points_transaction.created', { points_transaction, customer: await customer(made.receiver_customer!.id) }],
+        ['referral.created', { referral: made }],
+      ];
+    },
+  },
+  {
+    door: 'API',
+    name: 'a refused referral: nothing',
+    setup: () => referralProgram(),
+    change: async ({ jane }) => {
+      // Jane refers herself.
+      const response = await t.app.inject({
+        method: 'POST',
+        url: '/v1/referrals',
+        headers: bearer(a.apiKey),
+        payload: { referral: { sender_customer_id: jane, receiver_customer_email: 'JANE+1@example.com' } },
+      });
+      expect(response.statusCode).toBe(422);
+      return [];
+    },
+  },
+  {
+    door: 'API',
+    name: 'an activity completing a referral: points_transaction.created, activity.created, reward_fulfillment.created, referral.completed',
+    setup: async () => {
+      const { jane } = await referralProgram({}, 10);
+      const made = await refer({ sender_customer_id: jane, receiver_customer_email: 'friend@example.com' });
+      return { jane, referral: made.id };
+    },
+    change: async ({ referral: id }) => {
+      const { token } = (await t.services.activityTypes.list(a.accountId))[0]!;
+      const { activity } = (await api('POST', '/v1/activities', {
+        activity: { token, customer_email: 'friend@example.com', properties: { amount: 30 } },
+      })) as { activity: Activity };
+      const completed = await referral(id!);
+      expect(completed.status).toBe('completed');
+      return [
+        [
+          'points_transaction.created',
+          { points_transaction: activity.points_transactions[0], customer: await customer(activity.customer_id) },
+        ],
+        ['activity.created', { activity }],
+        ['reward_fulfillment.created', { reward_fulfillment: completed.sender_reward_fulfillment }],
+        ['referral.completed', { referral: completed }],
+      ];
+    },
+  },
+  {
+    door: 'API',
+    name: 'an activity completing a referral, the sender rewarded with points: activity.created, points_transaction.created, referral.completed',
+    setup: async () => {
+      const { jane } = await referralProgram({ sender_reward: pointsReward('sender_reward', 40) });
+      const made = await refer({ sender_customer_id: jane, receiver_customer_email: 'friend@example.com' });
+      return { jane, referral: made.id };
+    },
+    change: async ({ jane, referral: id }) => {
+      const { token } = (await t.services.activityTypes.list(a.accountId))[0]!;
+      const { activity } = await api('POST', '/v1/activities', {
+        activity: { token, customer_email: 'friend@example.com' },
+      });
+      const completed = await referral(id!);
+      const { points_transaction } = await api(
+        'GET',
+        `/v1/points_transactions/${completed.sender_points_transaction_id}`,
+      );
+      return [
+        ['activity.created', { activity }],
+        ['points_transaction.created', { points_transaction, customer: await customer(jane!) }],
+        ['referral.completed', { referral: completed }],
+      ];
+    },
+  },
+  {
+    door: 'API',
+    name: 'an activity completing a referral whose sender is no longer a member: activity.created, referral.completed',
+    setup: async () => {
+      const { jane } = await referralProgram();
+      const made = await refer({ sender_customer_id: jane, receiver_customer_email: 'friend@example.com' });
+      await t.services.customers.setState(jane, 'disabled');
+      return { jane, referral: made.id };
+    },
+    change: async ({ referral: id }) => {
+      const { token } = (await t.services.activityTypes.list(a.accountId))[0]!;
+      const { activity } = await api('POST', '/v1/activities', {
+        activity: { token, customer_email: 'friend@example.com' },
+      });
+      const completed = await referral(id!);
+      expect(completed.sender_reward_fulfillment).toBeNull();
+      return [
+        ['activity.created', { activity }],
+        ['referral.completed', { referral: completed }],
+      ];
+    },
+  },
+  {
+    door: 'API',
+    name: 'an activity of an expired referral’s receiver: activity.created alone',
+    setup: async () => {
+      const { jane } = await referralProgram({ window_days: 1 });
+      await refer({ sender_customer_id: jane, receiver_customer_email: 'friend@example.com' });
+      return { jane };
+    },
+    change: async () => {
+      const { token } = (await t.services.activityTypes.list(a.accountId))[0]!;
+      // The case's clock moved a minute after setup; a day more ends the window.
+      t.clock.advance(86_400_000);
+      const { activity } = await api('POST', '/v1/activities', {
+        activity: { token, customer_email: 'friend@example.com' },
+      });
+      return [['activity.created', { activity }]];
     },
   },
   {

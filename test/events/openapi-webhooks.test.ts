@@ -6,6 +6,7 @@ import type { Event, EventsPage } from '../../src/events/schemas.js';
 import { UnitOfWork } from '../../src/storage/unit-of-work.js';
 import { bearer, createTenant, createTestApp, type Tenant, type TestApp } from '../helpers/app.js';
 import { fixedRule, program } from '../helpers/engine.js';
+import { referralSettingsFixture } from '../helpers/fixtures.js';
 
 // The served document's `webhooks` section: one entry per event type of the catalog, whose body
 // schema accepts the events the services really write (read back through the feed, as a webhook
@@ -52,6 +53,26 @@ describe('the OpenAPI document: webhooks', () => {
       payload: { customer_id: jane },
     });
     expect(purchase.statusCode, purchase.body).toBe(201);
+    // A referral by Jane, and her friend's first order completing it.
+    await t.services.referralSettings.set(a.accountId, {
+      ...referralSettingsFixture,
+      qualifying_activity_token: token,
+      landing_url: 'https://shop.example/',
+    });
+    const referral = await t.app.inject({
+      method: 'POST',
+      url: '/v1/referrals',
+      headers: key,
+      payload: { referral: { sender_customer_id: jane, receiver_customer_email: 'friend@example.com' } },
+    });
+    expect(referral.statusCode, referral.body).toBe(201);
+    const order = await t.app.inject({
+      method: 'POST',
+      url: '/v1/activities',
+      headers: key,
+      payload: { activity: { token, customer_email: 'friend@example.com', distinct_id: 'friend-1' } },
+    });
+    expect(order.statusCode, order.body).toBe(201);
     // A test event is written alone, as POST /v1/webhook_endpoints/{id}/test writes it.
     await new UnitOfWork(t.db.kysely, t.clock).run((w) => t.services.events.recordAlone(w, a.accountId, 'ping', {}));
 

@@ -44,9 +44,13 @@ export function checkContractError(reply: ContractReply, context = ''): ErrorCod
     const ok =
       Array.isArray(error.details) &&
       error.details.every(
-        (d: any) => typeof d?.field === 'string' && typeof d?.message === 'string' && Object.keys(d).length === 2,
+        (d: any) =>
+          typeof d?.field === 'string' &&
+          typeof d?.message === 'string' &&
+          (d.reason === undefined || typeof d.reason === 'string') &&
+          Object.keys(d).length === (d.reason === undefined ? 2 : 3),
       );
-    if (!ok) fail('details is not a list of {field, message}');
+    if (!ok) fail('details is not a list of {field, message[, reason]}');
   }
   if (code === 'unavailable' || code === 'rate_limited') {
     const retryAfter = Number(reply.headers['retry-after']);

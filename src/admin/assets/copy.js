@@ -1,5 +1,6 @@
-// The console's one script, on the page that shows a new API key (docs/console.md). The key is
-// in a read-only field that works without it; this shows a button that copies the field.
+// The console's one script, on the pages with something to copy: a new API key, a webhook's signing
+// secret, a customer's referral URL (docs/console.md). The value is in a read-only field that works
+// without it; this shows a button that copies the field.
 for (const button of document.querySelectorAll('button[data-copy]')) {
   const field = document.getElementById(button.dataset.copy);
   const status = document.getElementById(button.dataset.status);

@@ -17,6 +17,8 @@ export interface DemoResult {
   customer_id: number;
   /** The demo's "$5 off" points product (100 points). */
   points_product_id: number;
+  /** Jane's referral URL: a friend who follows it lands on the demo store with her code. */
+  referral_url: string;
   /** Where the demo's console user signs in: the server's `/admin`. */
   console_url: string;
   /** The demo's console user, a merchant user of the demo account. */
@@ -60,8 +62,14 @@ const VIP_TIERS = [
   { name: 'Gold', milestone: 500, perks: [{ name: 'Free shipping' }, { name: 'Early access to sales' }] },
 ];
 
-const REFERRAL_SETTINGS = {
+/** The demo's referral program: a code for each side; a first order of 20 or more completes it. */
+const referralProgram = (orderToken: string) => ({
   status: 'active',
+  qualifying_activity_token: orderToken,
+  minimum_amount: '20',
+  window_days: 30,
+  landing_url: 'https://shop.example.com/',
+  sender_limit_per_30_days: 50,
   sender_reward: {
     name: '$5 off coupon',
     image: { url: 'https://cdn.example.com/rewards/5-off.png', content_type: 'image/png' },
@@ -70,7 +78,17 @@ const REFERRAL_SETTINGS = {
     name: '10% off your first order',
     image: { url: 'https://cdn.example.com/rewards/10-percent.png', content_type: 'image/png' },
   },
-};
+});
+
+/** The friend's first order, which completes Jane's referral (40.00: above the program's minimum of 20). */
+export const friendOrder = (token: string) => ({
+  activity: {
+    token,
+    customer_email: 'sam@example.com',
+    distinct_id: 'order-2001',
+    properties: { amount: '40.00' },
+  },
+});
 
 const EARNING_RULES = [
   {
@@ -138,8 +156,8 @@ export function registerDemoCommand(program: Command): void {
           }
           address = found;
           const account = await services.accounts.create('Demo shop');
-          await services.referralSettings.set(account.id, REFERRAL_SETTINGS);
           const order = await services.activityTypes.create(account.id, { name: 'Place an order' });
+          await services.referralSettings.set(account.id, referralProgram(order.token));
           const review = await services.activityTypes.create(account.id, { name: 'Write a product review' });
           const tokens: Record<string, string> = {
             'Place an order': order.token,
@@ -159,6 +177,7 @@ export function registerDemoCommand(program: Command): void {
             first_name: 'Jane',
             last_name: 'Doe',
           });
+          const { referral_url: referralUrl } = await services.customers.get(account.id, jane.id);
           const key = await services.auth.createApiKey(account.id, ALL_SCOPES);
           const app = await services.apps.create({
             name: 'Demo app',
@@ -184,6 +203,8 @@ export function registerDemoCommand(program: Command): void {
             activity_token: order.token,
             customer_id: jane.id,
             points_product_id: coupon!.id,
+            // Her code on the address the demo prints (--base-url may differ from the configured one).
+            referral_url: `${found.url}/r/${referralUrl!.split('/').pop()}`,
             console_url: `${found.url}/admin`,
             console_email: user.email,
             console_password: password,
@@ -202,6 +223,15 @@ const SOURCES: Record<ServerAddress['source'], string> = {
     "from HOST and PORT, read as the server reads them; if it listens elsewhere, run the demo with the server's " +
     'PORT, or with --base-url URL',
 };
+
+/** The demo's referral: Sam, referred with the code at the end of Jane's referral URL. */
+const referralBody = (url: string) => ({
+  referral: {
+    referral_code: url.split('/').pop(),
+    receiver_customer_email: 'sam@example.com',
+    receiver_first_name: 'Sam',
+  },
+});
 
 function demoText(demo: DemoResult, address: ServerAddress): string {
   const identity = JSON.stringify(CREATE_OR_UPDATE_EXAMPLE);
@@ -247,5 +277,18 @@ function demoText(demo: DemoResult, address: ServerAddress): string {
     'And the rewards issued to her, with their codes:',
     '',
     `curl -s '${demo.base_url}/reward_fulfillments?customer_id=${demo.customer_id}' -H 'Authorization: Bearer ${demo.api_key}'`,
+    '',
+    `Jane's referral URL is ${demo.referral_url}: it counts a click and sends a friend to the store with her code.`,
+    'Her friend Sam gives his email: the referral is made and Sam gets his reward at once (201, with his reward code):',
+    '',
+    `curl -s -X POST ${demo.base_url}/referrals -H 'Authorization: Bearer ${demo.api_key}' -H 'Content-Type: application/json' -H 'Idempotency-Key: demo-referral-1' -d '${JSON.stringify(referralBody(demo.referral_url))}'`,
+    '',
+    "Sam's first order, of 40.00, completes the referral (and earns him his own points):",
+    '',
+    `curl -s -X POST ${demo.base_url}/activities -H 'Authorization: Bearer ${demo.api_key}' -H 'Content-Type: application/json' -d '${JSON.stringify(friendOrder(demo.activity_token))}'`,
+    '',
+    "And Jane's referrals: completed, with her reward code in sender_reward_fulfillment:",
+    '',
+    `curl -s '${demo.base_url}/referrals?sender_customer_id=${demo.customer_id}' -H 'Authorization: Bearer ${demo.api_key}'`,
   ].join('\n');
 }
