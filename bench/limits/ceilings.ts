@@ -188,12 +188,15 @@ export function pgbenchScript(sequences: Statement[][]): string {
   const render = (sequence: Statement[], seq: number) => {
     const variables = new Map<number, string>();
     return sequence.map((statement, index) => {
-      let text = statement.sql.replace(/\s+/g, ' ');
-      for (let i = statement.params.length; i >= 1; i--) {
+      // One pass over the statement's own placeholders: a value written in (an event's data with
+      // "$5 off coupon") is never read again as a placeholder.
+      const text = statement.sql.replace(/\s+/g, ' ').replace(/\$(\d+)/g, (placeholder, digits: string) => {
+        const i = Number(digits);
+        if (i < 1 || i > statement.params.length) return placeholder;
         const value = statement.params[i - 1];
         const variable = typeof value === 'number' ? variables.get(value) : undefined;
-        text = text.replaceAll(`$${i}`, variable ?? literal(value));
-      }
+        return variable ?? literal(value);
+      });
       const id = statement.returned?.length === 1 ? statement.returned[0] : undefined;
       const used = id !== undefined && sequence.slice(index + 1).some((later) => later.params.includes(id));
       if (!used) return `${text};`;
