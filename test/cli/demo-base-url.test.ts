@@ -8,7 +8,7 @@ import { type ServerProcess, startServer } from '../helpers/server-process.js';
 import { eventually } from '../helpers/wait.js';
 import { hiddenField } from '../oauth/helpers.js';
 
-/** `demo --json`'s fields: the contract's four, the three its curl lines need, and the console user. */
+/** `demo --json`'s fields: the contract's four, those its curl lines need, and the console user. */
 const DEMO_FIELDS = [
   'account_id',
   'api_key',
@@ -17,6 +17,7 @@ const DEMO_FIELDS = [
   'activity_token',
   'customer_id',
   'points_product_id',
+  'referral_url',
   'console_url',
   'console_email',
   'console_password',
@@ -90,6 +91,7 @@ describe('loyalty demo: the address of its curl lines and console', () => {
       expect(Object.keys(demo)).toEqual(DEMO_FIELDS);
       expect(demo.base_url).toBe(`${base}/v1`);
       expect(demo.console_url).toBe(`${base}/admin`);
+      expect(demo.referral_url.startsWith(`${base}/r/`), demo.referral_url).toBe(true);
 
       const text = await loyalty(['demo', ...args], { ...env, ...vars });
       expect(text.code, text.stderr).toBe(0);

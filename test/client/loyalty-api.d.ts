@@ -348,6 +348,50 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/referrals": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the referrals of the account, newest first
+         * @description Keyset pages in `id` descending order. Filters: `sender_customer_id`, `receiver_customer_email`, `status`, `updated_at_min`. A cursor carries its filters: sending it with other filters is `400 invalid_cursor`.
+         */
+        get: operations["listReferrals"];
+        put?: never;
+        /**
+         * Refer a friend with a member's referral code: the friend is rewarded at once
+         * @description In one transaction: the friend’s customer is found by email or made (a member), the referral is written `pending` until `window_days` from now, and the friend’s reward is issued (a reward fulfillment with a code, or points). When the friend completes a first qualifying activity within the window, the referral completes and the sender is rewarded. Refusals write nothing: `422 referral_program_inactive`, `422 customer_not_member` (the sender), `422 referral_not_allowed` with `details[0].reason` one of `self_referral`, `existing_customer`, `already_referred`, `sender_limit`. Send an `Idempotency-Key` to retry safely.
+         */
+        post: operations["createReferral"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/referrals/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Retrieve a referral
+         * @description An id the account does not have (another account's included) is `404 not_found`.
+         */
+        get: operations["getReferral"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/events": {
         parameters: {
             query?: never;
@@ -736,6 +780,46 @@ export interface webhooks {
          * @description Sent to every enabled endpoint whose `enabled_events` name `reward_fulfillment.updated` or `*`; an endpoint made with an app's access token is sent it only if the app's grant holds `reward_fulfillment:read`. In the feed (`GET /v1/events`), a credential sees it with `event:read` and `reward_fulfillment:read`. The body is the event, `data` exactly as the API showed the resource at the change; verify the `webhook-signature` over the raw body before parsing it.
          */
         post: operations["onRewardFulfillmentUpdated"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "referral.created": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * `referral.created`: A friend was referred with a member's code (the friend's reward issued with it).
+         * @description Sent to every enabled endpoint whose `enabled_events` name `referral.created` or `*`; an endpoint made with an app's access token is sent it only if the app's grant holds `referral:read`. In the feed (`GET /v1/events`), a credential sees it with `event:read` and `referral:read`. The body is the event, `data` exactly as the API showed the resource at the change; verify the `webhook-signature` over the raw body before parsing it.
+         */
+        post: operations["onReferralCreated"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "referral.completed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * `referral.completed`: A referred friend completed a qualifying order: the referral completed (the sender's reward issued with it).
+         * @description Sent to every enabled endpoint whose `enabled_events` name `referral.completed` or `*`; an endpoint made with an app's access token is sent it only if the app's grant holds `referral:read`. In the feed (`GET /v1/events`), a credential sees it with `event:read` and `referral:read`. The body is the event, `data` exactly as the API showed the resource at the change; verify the `webhook-signature` over the raw body before parsing it.
+         */
+        post: operations["onReferralCompleted"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1286,6 +1370,79 @@ export interface components {
             /** Format: date-time */
             updated_at: string;
         };
+        /** @description A friend referred by a customer, and the rewards of both */
+        Referral: {
+            /** @description Identifier of the referral */
+            id: number;
+            /**
+             * @description pending until the friend completes a qualifying order; expired when the window passed first
+             * @enum {string}
+             */
+            status: "pending" | "completed" | "expired";
+            /** @description The sender's code the referral was made with; null when made naming the sender by id */
+            referral_code: string | null;
+            /** @description The friend who was referred */
+            receiver_customer: {
+                id: number;
+                first_name: string | null;
+                last_name: string | null;
+                email: string;
+                /**
+                 * @description State in the loyalty program: only members earn and spend points
+                 * @enum {string}
+                 */
+                state: "candidate" | "member" | "disabled";
+                date_of_birth: string | null;
+                points_balance: number;
+                referral_url: string | null;
+                vip_tier_id: number | null;
+                /** Format: date-time */
+                created_at: string;
+                /** Format: date-time */
+                updated_at: string;
+            } | null;
+            /** @description The email of the friend who was referred */
+            receiver_customer_email: string;
+            /** @description The friend's reward; null when it was points (see receiver_points_transaction_id) */
+            receiver_reward_fulfillment: components["schemas"]["RewardFulfillment"] | null;
+            /** @description The points transaction of the friend's reward, when it was points */
+            receiver_points_transaction_id: number | null;
+            /** @description The customer whose referral code was used */
+            sender_customer: {
+                id: number;
+                first_name: string | null;
+                last_name: string | null;
+                email: string;
+                /**
+                 * @description State in the loyalty program: only members earn and spend points
+                 * @enum {string}
+                 */
+                state: "candidate" | "member" | "disabled";
+                date_of_birth: string | null;
+                points_balance: number;
+                referral_url: string | null;
+                vip_tier_id: number | null;
+                /** Format: date-time */
+                created_at: string;
+                /** Format: date-time */
+                updated_at: string;
+            };
+            /** @description The sender's reward, once the referral completed; null before, and when it was points */
+            sender_reward_fulfillment: components["schemas"]["RewardFulfillment"] | null;
+            /** @description The points transaction of the sender's reward, when it was points */
+            sender_points_transaction_id: number | null;
+            /**
+             * Format: date-time
+             * @description The end of the window in which the referral can complete
+             */
+            expires_at: string;
+            /** @description When the friend completed a qualifying order; null until then */
+            completed_at: string | null;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+        };
         /**
          * @description Something that happened in the program, as the feed shows it and a webhook sends it
          * @example {
@@ -1321,7 +1478,7 @@ export interface components {
              * @description What happened: one of the catalog (the `webhooks` section)
              * @enum {string}
              */
-            type: "customer.created" | "customer.updated" | "activity.created" | "points_transaction.created" | "customer.vip_tier_changed" | "points_purchase.created" | "reward_fulfillment.created" | "reward_fulfillment.updated" | "ping";
+            type: "customer.created" | "customer.updated" | "activity.created" | "points_transaction.created" | "customer.vip_tier_changed" | "points_purchase.created" | "reward_fulfillment.created" | "reward_fulfillment.updated" | "referral.created" | "referral.completed" | "ping";
             /** @description The account it happened in */
             account_id: number;
             /**
@@ -1644,6 +1801,40 @@ export interface components {
                 reward_fulfillment: components["schemas"]["RewardFulfillment"];
             };
         };
+        /** @description A `referral.created` event: A friend was referred with a member's code (the friend's reward issued with it). */
+        ReferralCreatedEvent: {
+            /** @description Identifier of the event: `evt_` and random base62 */
+            id: string;
+            /** @constant */
+            type: "referral.created";
+            /** @description The account it happened in */
+            account_id: number;
+            /**
+             * Format: date-time
+             * @description When the change was made
+             */
+            created_at: string;
+            data: {
+                referral: components["schemas"]["Referral"];
+            };
+        };
+        /** @description A `referral.completed` event: A referred friend completed a qualifying order: the referral completed (the sender's reward issued with it). */
+        ReferralCompletedEvent: {
+            /** @description Identifier of the event: `evt_` and random base62 */
+            id: string;
+            /** @constant */
+            type: "referral.completed";
+            /** @description The account it happened in */
+            account_id: number;
+            /**
+             * Format: date-time
+             * @description When the change was made
+             */
+            created_at: string;
+            data: {
+                referral: components["schemas"]["Referral"];
+            };
+        };
         /** @description A `ping` event: A test event, sent on request to one endpoint. */
         PingEvent: {
             /** @description Identifier of the event: `evt_` and random base62 */
@@ -1834,6 +2025,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -1872,6 +2065,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -1935,6 +2130,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -1998,6 +2195,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -2092,6 +2291,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -2131,6 +2332,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -2170,6 +2373,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -2211,6 +2416,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -2253,6 +2460,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -2294,6 +2503,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -2336,6 +2547,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -2489,6 +2702,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -2528,6 +2743,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -2567,6 +2784,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -2608,6 +2827,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -2649,6 +2870,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -2691,6 +2914,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -2732,6 +2957,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -2774,6 +3001,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -2881,6 +3110,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -2920,6 +3151,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -2959,6 +3192,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -3001,6 +3236,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -3042,6 +3279,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -3084,6 +3323,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -3171,6 +3412,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -3210,6 +3453,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -3249,6 +3494,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -3291,6 +3538,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -3332,6 +3581,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -3374,6 +3625,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -3479,6 +3732,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -3518,6 +3773,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -3557,6 +3814,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -3598,6 +3857,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -3640,6 +3901,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -3681,6 +3944,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -3723,6 +3988,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -3916,6 +4183,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -3955,6 +4224,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -3994,6 +4265,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -4035,6 +4308,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -4076,6 +4351,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -4118,6 +4395,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -4159,6 +4438,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -4201,6 +4482,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -4284,6 +4567,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -4323,6 +4608,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -4362,6 +4649,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -4404,6 +4693,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -4445,6 +4736,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -4487,6 +4780,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -4603,6 +4898,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -4642,6 +4939,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -4681,6 +4980,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -4722,6 +5023,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -4763,6 +5066,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -4804,6 +5109,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -4845,6 +5152,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -4887,6 +5196,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -4928,6 +5239,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -4970,6 +5283,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -5061,6 +5376,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -5100,6 +5417,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -5139,6 +5458,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -5180,6 +5501,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -5222,6 +5545,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -5263,6 +5588,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -5305,6 +5632,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -5399,6 +5728,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -5438,6 +5769,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -5477,6 +5810,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -5519,6 +5854,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -5560,6 +5897,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -5602,6 +5941,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -5685,6 +6026,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -5724,6 +6067,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -5763,6 +6108,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -5805,6 +6152,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -5846,6 +6195,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -5888,6 +6239,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -5969,6 +6322,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -6008,6 +6363,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -6047,6 +6404,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -6089,6 +6448,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -6130,6 +6491,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -6172,6 +6535,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -6272,6 +6637,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -6311,6 +6678,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -6350,6 +6719,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -6391,6 +6762,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -6433,6 +6806,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -6474,6 +6849,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -6516,6 +6893,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -6604,6 +6983,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -6643,6 +7024,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -6682,6 +7065,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -6723,6 +7108,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -6764,6 +7151,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -6805,6 +7194,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -6846,6 +7237,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -6887,6 +7280,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -6929,6 +7324,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -6970,6 +7367,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -7012,6 +7411,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -7099,6 +7500,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -7138,6 +7541,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -7177,6 +7582,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -7219,6 +7626,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -7260,6 +7669,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -7302,6 +7713,1134 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+        };
+    };
+    listReferrals: {
+        parameters: {
+            query?: {
+                /** @description Most referrals to return, 1 to 250 (default 50) */
+                limit?: number;
+                /** @description `next_cursor` or `previous_cursor` of an earlier response; omit for the first page. An empty value is refused (`""` in metadata means there is no such page). */
+                cursor?: string;
+                /** @description Only the referrals of this sender */
+                sender_customer_id?: number;
+                /** @description Only the referral of this friend's email (matched case-insensitively, surrounding spaces trimmed) */
+                receiver_customer_email?: string;
+                /** @description Only the referrals with this status */
+                status?: "pending" | "completed" | "expired";
+                /** @description Only referrals updated at or after this time (ISO 8601 date-time with an offset, such as 2026-01-31T00:00:00Z) */
+                updated_at_min?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of referrals, id descending */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        referrals: components["schemas"]["Referral"][];
+                        metadata: components["schemas"]["PageMetadata"];
+                    };
+                };
+            };
+            /** @description invalid_parameter, invalid_cursor or invalid_request */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "invalid_parameter",
+                     *         "message": "limit must be an integer from 1 to 250",
+                     *         "details": [
+                     *           {
+                     *             "field": "limit",
+                     *             "message": "must be an integer from 1 to 250"
+                     *           }
+                     *         ],
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "invalid_parameter" | "invalid_cursor" | "invalid_request";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description unauthorized: missing, unknown, revoked or expired credential */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "unauthorized",
+                     *         "message": "the credential is unknown, revoked or expired",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "unauthorized";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description insufficient_scope, oauth_token_required or https_required */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "insufficient_scope",
+                     *         "message": "this credential lacks the scope customer:read",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "insufficient_scope" | "oauth_token_required" | "https_required";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description rate_limited: over the credential rate limit, or too many failed authentications (see Retry-After) */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "rate_limited",
+                     *         "message": "rate limit of 10 requests per second exceeded; retry after 1 second",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "rate_limited";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "internal_error",
+                     *         "message": "an internal error occurred; quote the request id when reporting it",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "internal_error";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description unavailable: overloaded or the database is unreachable (see Retry-After) */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "unavailable",
+                     *         "message": "the service is temporarily unavailable; retry shortly",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "unavailable";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+        };
+    };
+    createReferral: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description 1 to 255 printable ASCII characters. Within 24 hours the same key with the same body replays the first answer and writes nothing; with another body it is `409 idempotency_key_reused`. */
+                "idempotency-key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    referral: {
+                        /** @description The sender's referral code (from their referral URL); send this or sender_customer_id */
+                        referral_code?: string;
+                        /** @description The customer who refers; send this or referral_code */
+                        sender_customer_id?: number;
+                        /**
+                         * Format: email
+                         * @description The email of the friend who is referred
+                         */
+                        receiver_customer_email: string;
+                        /** @description The friend's given name, for their customer when it is made */
+                        receiver_first_name?: string | null;
+                        /** @description The friend's family name, for their customer when it is made */
+                        receiver_last_name?: string | null;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description The referral, with the friend’s reward */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        referral: components["schemas"]["Referral"];
+                    };
+                };
+            };
+            /** @description invalid_parameter or invalid_request */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "invalid_parameter",
+                     *         "message": "referral.referral_code names no customer of this account",
+                     *         "details": [
+                     *           {
+                     *             "field": "referral.referral_code",
+                     *             "message": "names no customer of this account"
+                     *           }
+                     *         ],
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "invalid_parameter" | "invalid_request";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description unauthorized: missing, unknown, revoked or expired credential */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "unauthorized",
+                     *         "message": "the credential is unknown, revoked or expired",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "unauthorized";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description insufficient_scope, oauth_token_required or https_required */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "insufficient_scope",
+                     *         "message": "this credential lacks the scope customer:read",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "insufficient_scope" | "oauth_token_required" | "https_required";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description idempotency_key_reused: the Idempotency-Key was used with another request in the last 24 hours */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "idempotency_key_reused",
+                     *         "message": "this Idempotency-Key was used with another request in the last 24 hours; use a new key for a new request",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "idempotency_key_reused";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description payload_too_large: the body is larger than 64 KiB */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "payload_too_large",
+                     *         "message": "the request body is larger than 64 KiB",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "payload_too_large";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description unsupported_media_type: the body is not sent as application/json */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "unsupported_media_type",
+                     *         "message": "the request body must be sent with Content-Type: application/json",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "unsupported_media_type";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description referral_not_allowed, referral_program_inactive or customer_not_member; nothing was written */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "referral_not_allowed",
+                     *         "message": "referral.receiver_customer_email is the email of the customer who refers",
+                     *         "details": [
+                     *           {
+                     *             "field": "referral.receiver_customer_email",
+                     *             "message": "is the email of the customer who refers",
+                     *             "reason": "self_referral"
+                     *           }
+                     *         ],
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "referral_not_allowed" | "referral_program_inactive" | "customer_not_member";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description rate_limited: over the credential rate limit, or too many failed authentications (see Retry-After) */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "rate_limited",
+                     *         "message": "rate limit of 10 requests per second exceeded; retry after 1 second",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "rate_limited";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "internal_error",
+                     *         "message": "an internal error occurred; quote the request id when reporting it",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "internal_error";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description unavailable: overloaded or the database is unreachable (see Retry-After) */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "unavailable",
+                     *         "message": "the service is temporarily unavailable; retry shortly",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "unavailable";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+        };
+    };
+    getReferral: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Identifier of the referral */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The referral */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        referral: components["schemas"]["Referral"];
+                    };
+                };
+            };
+            /** @description invalid_parameter, invalid_cursor or invalid_request */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "invalid_parameter",
+                     *         "message": "limit must be an integer from 1 to 250",
+                     *         "details": [
+                     *           {
+                     *             "field": "limit",
+                     *             "message": "must be an integer from 1 to 250"
+                     *           }
+                     *         ],
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "invalid_parameter" | "invalid_cursor" | "invalid_request";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description unauthorized: missing, unknown, revoked or expired credential */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "unauthorized",
+                     *         "message": "the credential is unknown, revoked or expired",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "unauthorized";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description insufficient_scope, oauth_token_required or https_required */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "insufficient_scope",
+                     *         "message": "this credential lacks the scope customer:read",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "insufficient_scope" | "oauth_token_required" | "https_required";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description not_found: no referral with this id in the account */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "not_found",
+                     *         "message": "referral 42 does not exist",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "not_found";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description rate_limited: over the credential rate limit, or too many failed authentications (see Retry-After) */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "rate_limited",
+                     *         "message": "rate limit of 10 requests per second exceeded; retry after 1 second",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "rate_limited";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "internal_error",
+                     *         "message": "an internal error occurred; quote the request id when reporting it",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "internal_error";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description unavailable: overloaded or the database is unreachable (see Retry-After) */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "unavailable",
+                     *         "message": "the service is temporarily unavailable; retry shortly",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "unavailable";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -7316,7 +8855,7 @@ export interface operations {
                 limit?: number;
                 /** @description `next_cursor` or `previous_cursor` of an earlier response; omit for the first page. An empty value is refused (`""` in metadata means there is no such page). */
                 cursor?: string;
-                /** @description Only events of this type, or of these types (comma-separated): customer.created, customer.updated, activity.created, points_transaction.created, customer.vip_tier_changed, points_purchase.created, reward_fulfillment.created, reward_fulfillment.updated, ping */
+                /** @description Only events of this type, or of these types (comma-separated): customer.created, customer.updated, activity.created, points_transaction.created, customer.vip_tier_changed, points_purchase.created, reward_fulfillment.created, reward_fulfillment.updated, referral.created, referral.completed, ping */
                 type?: string;
                 /** @description Only events created at or after this time (ISO 8601 date-time with an offset, such as 2026-01-31T00:00:00Z) */
                 created_at_min?: string;
@@ -7385,6 +8924,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -7424,6 +8965,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -7463,6 +9006,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -7505,6 +9050,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -7546,6 +9093,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -7588,6 +9137,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -7693,6 +9244,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -7732,6 +9285,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -7771,6 +9326,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -7812,6 +9369,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -7854,6 +9413,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -7895,6 +9456,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -7937,6 +9500,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -8016,6 +9581,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -8055,6 +9622,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -8094,6 +9663,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -8136,6 +9707,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -8177,6 +9750,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -8219,6 +9794,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -8253,8 +9830,8 @@ export interface operations {
                         url: string;
                         /** @description What to call it (default "") */
                         description?: string;
-                        /** @description Event types to send (customer.created, customer.updated, activity.created, points_transaction.created, customer.vip_tier_changed, points_purchase.created, reward_fulfillment.created, reward_fulfillment.updated), or `["*"]` alone for all of them */
-                        enabled_events: ("customer.created" | "customer.updated" | "activity.created" | "points_transaction.created" | "customer.vip_tier_changed" | "points_purchase.created" | "reward_fulfillment.created" | "reward_fulfillment.updated" | "*")[];
+                        /** @description Event types to send (customer.created, customer.updated, activity.created, points_transaction.created, customer.vip_tier_changed, points_purchase.created, reward_fulfillment.created, reward_fulfillment.updated, referral.created, referral.completed), or `["*"]` alone for all of them */
+                        enabled_events: ("customer.created" | "customer.updated" | "activity.created" | "points_transaction.created" | "customer.vip_tier_changed" | "points_purchase.created" | "reward_fulfillment.created" | "reward_fulfillment.updated" | "referral.created" | "referral.completed" | "*")[];
                         /**
                          * @description enabled (default) or disabled
                          * @enum {string}
@@ -8339,6 +9916,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -8378,6 +9957,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -8417,6 +9998,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -8458,6 +10041,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -8499,6 +10084,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -8541,6 +10128,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -8582,6 +10171,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -8624,6 +10215,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -8716,6 +10309,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -8755,6 +10350,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -8794,6 +10391,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -8835,6 +10434,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -8877,6 +10478,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -8918,6 +10521,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -8960,6 +10565,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -9032,6 +10639,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -9071,6 +10680,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -9110,6 +10721,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -9151,6 +10764,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -9193,6 +10808,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -9234,6 +10851,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -9276,6 +10895,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -9308,8 +10929,8 @@ export interface operations {
                         url?: string;
                         /** @description What to call it (default "") */
                         description?: string;
-                        /** @description Event types to send (customer.created, customer.updated, activity.created, points_transaction.created, customer.vip_tier_changed, points_purchase.created, reward_fulfillment.created, reward_fulfillment.updated), or `["*"]` alone for all of them */
-                        enabled_events?: ("customer.created" | "customer.updated" | "activity.created" | "points_transaction.created" | "customer.vip_tier_changed" | "points_purchase.created" | "reward_fulfillment.created" | "reward_fulfillment.updated" | "*")[];
+                        /** @description Event types to send (customer.created, customer.updated, activity.created, points_transaction.created, customer.vip_tier_changed, points_purchase.created, reward_fulfillment.created, reward_fulfillment.updated, referral.created, referral.completed), or `["*"]` alone for all of them */
+                        enabled_events?: ("customer.created" | "customer.updated" | "activity.created" | "points_transaction.created" | "customer.vip_tier_changed" | "points_purchase.created" | "reward_fulfillment.created" | "reward_fulfillment.updated" | "referral.created" | "referral.completed" | "*")[];
                         /**
                          * @description enabled (default) or disabled
                          * @enum {string}
@@ -9393,6 +11014,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -9432,6 +11055,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -9471,6 +11096,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -9512,6 +11139,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -9553,6 +11182,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -9594,6 +11225,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -9636,6 +11269,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -9677,6 +11312,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -9719,6 +11356,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -9812,6 +11451,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -9851,6 +11492,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -9890,6 +11533,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -9931,6 +11576,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -9973,6 +11620,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -10014,6 +11663,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -10056,6 +11707,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -10168,6 +11821,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -10207,6 +11862,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -10246,6 +11903,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -10287,6 +11946,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -10329,6 +11990,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -10370,6 +12033,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -10412,6 +12077,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -10496,6 +12163,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -10535,6 +12204,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -10574,6 +12245,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -10615,6 +12288,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -10657,6 +12332,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -10698,6 +12375,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -10740,6 +12419,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -10824,6 +12505,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -10863,6 +12546,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -10902,6 +12587,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -10943,6 +12630,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -10984,6 +12673,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -11025,6 +12716,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -11067,6 +12760,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -11108,6 +12803,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -11150,6 +12847,8 @@ export interface operations {
                                 field: string;
                                 /** @description What is wrong with it */
                                 message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
                             }[];
                         };
                     };
@@ -12235,6 +13934,112 @@ export interface operations {
                  *     }
                  */
                 "application/json": components["schemas"]["RewardFulfillmentUpdatedEvent"];
+            };
+        };
+        responses: {
+            /** @description Received: the delivery succeeded and is never sent again (unless resent by hand) */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A failed attempt, as is any answer but a 2xx within 10 seconds (redirects are not followed): retried after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h (each with up to 10 % jitter), then the delivery is `failed`. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A failed attempt, as is any answer but a 2xx within 10 seconds (redirects are not followed): retried after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h (each with up to 10 % jitter), then the delivery is `failed`. */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    onReferralCreated: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The event id: the same on every attempt and every resend of the event to this endpoint, so a receiver drops the duplicates of at-least-once delivery by it.
+                 * @example evt_3Xk9fQ2mZp8LwR4tYv6BnQ1a
+                 */
+                "webhook-id": components["parameters"]["WebhookId"];
+                /**
+                 * @description This attempt's time, in seconds since 1970-01-01T00:00:00Z: refuse one far from your clock.
+                 * @example 1767716100
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestamp"];
+                /**
+                 * @description `v1,` and the base64 of the HMAC-SHA256, keyed with the secret's bytes (the base64 after `whsec_`), of `{webhook-id}.{webhook-timestamp}.{body}`. For 24 hours after a rotation, two signatures separated by a space (the new secret's and the old one's): accept the request when one of them matches.
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignature"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The `referral.created` event, sent with `User-Agent: loyalty-webhooks/<version>` */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ReferralCreatedEvent"];
+            };
+        };
+        responses: {
+            /** @description Received: the delivery succeeded and is never sent again (unless resent by hand) */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A failed attempt, as is any answer but a 2xx within 10 seconds (redirects are not followed): retried after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h (each with up to 10 % jitter), then the delivery is `failed`. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A failed attempt, as is any answer but a 2xx within 10 seconds (redirects are not followed): retried after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h (each with up to 10 % jitter), then the delivery is `failed`. */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    onReferralCompleted: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The event id: the same on every attempt and every resend of the event to this endpoint, so a receiver drops the duplicates of at-least-once delivery by it.
+                 * @example evt_3Xk9fQ2mZp8LwR4tYv6BnQ1a
+                 */
+                "webhook-id": components["parameters"]["WebhookId"];
+                /**
+                 * @description This attempt's time, in seconds since 1970-01-01T00:00:00Z: refuse one far from your clock.
+                 * @example 1767716100
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestamp"];
+                /**
+                 * @description `v1,` and the base64 of the HMAC-SHA256, keyed with the secret's bytes (the base64 after `whsec_`), of `{webhook-id}.{webhook-timestamp}.{body}`. For 24 hours after a rotation, two signatures separated by a space (the new secret's and the old one's): accept the request when one of them matches.
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignature"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The `referral.completed` event, sent with `User-Agent: loyalty-webhooks/<version>` */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ReferralCompletedEvent"];
             };
         };
         responses: {
