@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, DEFAULT_DATABASE_URL, loadConfig } from '../src/config.js';
+import { ConfigError, DEFAULT_DATABASE_URL, loadConfig, referralBaseUrl } from '../src/config.js';
 
 describe('loadConfig', () => {
   it('has the documented defaults with an empty environment', () => {
@@ -22,6 +22,7 @@ describe('loadConfig', () => {
       maxConnections: 10_000,
       authFailuresPerMinute: 30,
       publicUrl: null,
+      referralBaseUrl: null,
       metricsPort: null,
       metricsToken: null,
       jobLeaseSeconds: 30,
@@ -151,6 +152,18 @@ describe('loadConfig', () => {
     expect(problems.join('\n')).toMatch(/LOG_LEVEL must be one of/);
     expect(problems.join('\n')).toMatch(/TRUST_PROXY/);
     expect(problems.join('\n')).toMatch(/DATABASE_PREPARED_STATEMENTS must be on or off, got "sometimes"/);
+  });
+
+  it('points referral URLs at REFERRAL_BASE_URL, else PUBLIC_URL or HOST and PORT, then /r', () => {
+    expect(referralBaseUrl(loadConfig({}))).toBe('http://127.0.0.1:3000/r');
+    expect(referralBaseUrl(loadConfig({ PUBLIC_URL: 'https://loyalty.example.com' }))).toBe(
+      'https://loyalty.example.com/r',
+    );
+    expect(referralBaseUrl(loadConfig({ REFERRAL_BASE_URL: 'https://ref.example/go/' }))).toBe(
+      'https://ref.example/go',
+    );
+    expect(() => loadConfig({ REFERRAL_BASE_URL: 'ref.example' })).toThrow(/REFERRAL_BASE_URL must be an absolute/);
+    expect(() => loadConfig({ REFERRAL_BASE_URL: 'https://ref.example/?a=1' })).toThrow(/without credentials, query/);
   });
 
   it('needs Redis for several workers while the rate limit is on', () => {
