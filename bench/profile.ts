@@ -1,13 +1,16 @@
-// `npm run bench:profile -- ROUTE|WRITE [sqlite|postgres]`: a CPU profile of the server under 50
+// `npm run bench:profile -- ROUTE|WRITE [sqlite|postgres] [--webhook]`: a CPU profile of the server under 50
 // connections on one GET route (with an API key of the benchmark's base account) or on one of
 // the benchmark's write scenarios (WRITE: create_or_update, activities or purchases, every request
 // a new body), summarised by where the time went (our code, Fastify, Kysely, the pg client,
-// Node's core, idle), with the CPU the PostgreSQL processes used meanwhile. The profile itself
-// (.cpuprofile, for Chrome DevTools) is kept in bench/.profiles/.
+// Node's core, idle), for the serving thread and the job thread, with the CPU the PostgreSQL
+// processes used meanwhile. `--webhook` adds an endpoint subscribed to every event, pointing at a
+// receiver in this process. The profiles (.cpuprofile, for Chrome DevTools) are kept in
+// bench/.profiles/.
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
+import { receiver } from './limits/webhooks.js';
 import { freshPostgresSchema, ROOT, startService } from './processes.js';
 import { seed } from './seed.js';
 import { prepare, writeScenarios } from './write-scenarios.js';
@@ -95,25 +98,51 @@ async function main(): Promise<void> {
       requests: [{ setupRequest: (request) => ({ ...request, body: JSON.stringify(scenario.body(n, `p-${n++}`)) }) }],
     });
   }
-  const server = await startService(url, 1, ['--cpu-prof', `--cpu-prof-dir=${dataDir}`]);
+  const webhook = process.argv.includes('--webhook');
+  const server = await startService(
+    url,
+    1,
+    ['--cpu-prof', `--cpu-prof-dir=${dataDir}`],
+    webhook ? { WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' } : {},
+  );
+  const hooks = webhook ? await receiver() : null;
+  if (hooks) {
+    const token = target(server.url).headers?.authorization ?? '';
+    const created = await fetch(`${server.url}/v1/webhook_endpoints`, {
+      method: 'POST',
+      headers: { authorization: token, 'content-type': 'application/json' },
+      body: JSON.stringify({ webhook_endpoint: { url: hooks.url, enabled_events: ['*'] } }),
+    });
+    if (created.status !== 201) throw new Error(`creating the endpoint answered ${created.status}`);
+  }
   const options = { ...target(server.url), connections: 50 };
   await autocannon({ ...options, duration: 2 });
   const cpuBefore = postgresCpuSeconds();
   const result = await autocannon({ ...options, duration: DURATION });
   const postgresCpu = Math.max(0, postgresCpuSeconds() - cpuBefore);
   await server.stop(); // the profile is written as the process exits
+  if (hooks) {
+    console.log(`webhook deliveries received: ${hooks.count()}`);
+    await hooks.close();
+  }
 
-  const file = readdirSync(dataDir).find((name) => name.endsWith('.cpuprofile'));
-  if (!file) throw new Error('the server wrote no profile');
+  // One profile per thread, in the order they started: the serving thread's, then the job thread's.
+  const files = readdirSync(dataDir)
+    .filter((name) => name.endsWith('.cpuprofile'))
+    .sort();
+  if (files.length === 0) throw new Error('the server wrote no profile');
   console.log(
     `${engine} ${route}: ${Math.round(result.requests.average)} req/s, p99 ${result.latency.p99} ms; ` +
       `PostgreSQL processes: ${postgresCpu.toFixed(1)} CPU-s in ${DURATION} s ` +
       `(${((postgresCpu * 1e6) / Math.max(1, result.requests.total)).toFixed(0)} µs per request)`,
   );
-  for (const [key, share] of summarise(join(dataDir, file))) {
-    if (share >= 0.005) console.log(`  ${(share * 100).toFixed(1).padStart(5)} %  ${key}`);
-  }
-  console.log(`profile: ${join(dataDir, file)}`);
+  files.forEach((file, i) => {
+    console.log(i === 0 ? 'the serving thread:' : 'the job thread (deliveries, upkeep):');
+    for (const [key, share] of summarise(join(dataDir, file))) {
+      if (share >= 0.005) console.log(`  ${(share * 100).toFixed(1).padStart(5)} %  ${key}`);
+    }
+    console.log(`  profile: ${join(dataDir, file)}`);
+  });
 }
 
 await main();

@@ -4,8 +4,9 @@ import underPressure from '@fastify/under-pressure';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify';
 import type { Redis } from 'ioredis';
 import { Type } from 'typebox';
+import type { BackgroundThread } from './background.js';
 import { type Clock, systemClock } from './clock.js';
-import { type Config, referralBaseUrl } from './config.js';
+import type { Config } from './config.js';
 import { DomainError } from './errors.js';
 import { registerAuth } from './http/auth.js';
 import { answerClientError, answerFrameworkError, registerErrorHandling, requireHost } from './http/errors.js';
@@ -21,9 +22,8 @@ import { registerStrictInput } from './http/strict-input.js';
 import { registerTransportRules } from './http/transport.js';
 import { registerValidators } from './http/validation.js';
 import { registerJobMetrics } from './jobs/metrics.js';
-import type { JobRunner } from './jobs/runner.js';
 import { rooms } from './rooms.js';
-import { createServices, type Services } from './services.js';
+import { createServices, type Services, serviceOptions } from './services.js';
 import { type Db, isReachable } from './storage/db.js';
 import { registerWebhookMetrics } from './webhooks/metrics.js';
 
@@ -32,8 +32,8 @@ declare module 'fastify' {
     services: Services;
     /** Starts answering new requests `503 unavailable` ahead of close(), with the port still open. */
     refuseNewRequests(): void;
-    /** The process's job runner, once the server started it (null in tests and the CLI unless they start one). */
-    jobRunner: JobRunner | null;
+    /** The process's background work, once the server started it (null in tests and the CLI). */
+    background: BackgroundThread | null;
   }
 }
 
@@ -88,14 +88,9 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     ...(options.server?.https ? { https: { ...timeoutChecks, ...options.server.https } } : {}),
   }).withTypeProvider<TypeBoxTypeProvider>();
 
-  const services = createServices(db, {
-    clock: options.clock ?? systemClock,
-    accessTokenTtlSeconds: config.accessTokenTtlSeconds,
-    events: config.events,
-    referralBaseUrl: referralBaseUrl(config),
-  });
+  const services = createServices(db, serviceOptions(config, options.clock ?? systemClock));
   app.decorate('services', services);
-  app.decorate('jobRunner', null);
+  app.decorate('background', null);
 
   app.server.maxConnections = config.maxConnections;
   // A client may half-close (end its side) after sending a request and still wait for the
@@ -104,12 +99,13 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   // ends. Timeouts still bound how long a connection stays open.
   (app.server as { httpAllowHalfOpen?: boolean }).httpAllowHalfOpen = true;
   const metrics = registerMetrics(app, config, db.sqlite?.stats);
-  registerJobMetrics(metrics.registry, () => app.jobRunner);
+  const background = async () => (app.background ? await app.background.figures() : null);
+  registerJobMetrics(metrics.registry, async () => (await background())?.queues ?? null);
   registerWebhookMetrics(metrics.registry, {
     jobs: services.jobs,
     db: db.kysely,
-    // Attempts are made by this process's runner: none without one (tests, the CLI).
-    deliverer: () => (app.jobRunner ? services.webhooks.deliverer : null),
+    // Attempts are made by this process's job thread: none without one (tests, the CLI).
+    attempts: async () => (await background())?.webhookAttempts ?? null,
   });
   // The deliveries' kept-alive sockets go with the app.
   app.addHook('onClose', async () => services.webhooks.deliverer.close());

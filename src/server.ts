@@ -4,21 +4,23 @@ import type { AddressInfo } from 'node:net';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { buildApp } from './app.js';
-import { systemClock } from './clock.js';
+import { BackgroundThread } from './background.js';
 import { type Config, ConfigError, loadConfig, localBaseUrl, redactUrl } from './config.js';
-import { choresOf, Housekeeping } from './housekeeping.js';
 import {
   answerClusterScrapes,
   clusterMetricsCollector,
   type MetricsServer,
   startMetricsServer,
 } from './http/metrics.js';
-import { JobRunner } from './jobs/runner.js';
-import { jobHandlers } from './services.js';
 import { type Db, openDb } from './storage/db.js';
 import { migrateToLatest } from './storage/migrator.js';
-import { UnitOfWork } from './storage/unit-of-work.js';
-import { clusterWriteTurn, handOutWriteTurns } from './storage/write-turns.js';
+import {
+  clusterWriteTurn,
+  handOutWriteTurns,
+  MAIN_THREAD,
+  SharedWriteLock,
+  type WriteTurn,
+} from './storage/write-turns.js';
 
 /** How long shutdown waits for requests in flight before exiting anyway. */
 const SHUTDOWN_GRACE_MS = 10_000;
@@ -56,14 +58,28 @@ function readConfig(): Config {
   }
 }
 
+/**
+ * On SQLite, the process's write lock, which its serving thread and its job thread take in turns
+ * (and with WORKERS=N, the primary's turn, which they take after it); null on PostgreSQL.
+ */
+interface ProcessWriteLock {
+  buffer: SharedArrayBuffer;
+  upstream?: WriteTurn;
+}
+
+function processWriteLock(config: Config): ProcessWriteLock | null {
+  if (!config.databaseUrl.startsWith('sqlite:')) return null;
+  // The workers of WORKERS=N on one SQLite file write in turns the primary hands out.
+  return { buffer: SharedWriteLock.buffer(), ...(cluster.isWorker ? { upstream: clusterWriteTurn() } : {}) };
+}
+
 /** Opens the database and, when asked, brings its schema up to date; exits 1 with a reason if it cannot. */
-async function prepareDatabase(config: Config, migrate: boolean): Promise<Db> {
+async function prepareDatabase(config: Config, migrate: boolean, lock: ProcessWriteLock | null = null): Promise<Db> {
   const db = openDb(config.databaseUrl, {
     sqliteSynchronous: config.sqliteSynchronous,
     poolMax: config.databasePoolSize,
     preparedStatements: config.databasePreparedStatements,
-    // The workers of WORKERS=N on one SQLite file write in turns the primary hands out.
-    ...(cluster.isWorker && config.databaseUrl.startsWith('sqlite:') ? { writeTurn: clusterWriteTurn() } : {}),
+    ...(lock ? { writeTurn: new SharedWriteLock(lock.buffer, MAIN_THREAD, lock.upstream) } : {}),
   });
   try {
     if (migrate) await migrateToLatest(db);
@@ -104,7 +120,8 @@ async function runServer(config: Config, options: { migrate: boolean }): Promise
   process.on('SIGINT', onSignal);
   if (cluster.isWorker && config.metricsPort !== null) answerClusterScrapes();
 
-  const db = await prepareDatabase(config, options.migrate);
+  const lock = processWriteLock(config);
+  const db = await prepareDatabase(config, options.migrate, lock);
   const redis = await connectRedis(config);
   const https = config.tls
     ? { key: readFileSync(config.tls.keyFile), cert: readFileSync(config.tls.certFile) }
@@ -112,18 +129,7 @@ async function runServer(config: Config, options: { migrate: boolean }): Promise
   const app = await buildApp({ config, db, redis, server: https ? { https } : {} });
   redis?.on('error', (error) => app.log.warn({ err: error }, 'redis error'));
   let metricsServer: MetricsServer | null = null;
-  // Every serving process runs the background work (deliveries, retention, upkeep): see src/jobs/.
-  const housekeeping = new Housekeeping(choresOf(app.services), app.log);
-  const runner = new JobRunner(
-    db,
-    new UnitOfWork(db.kysely, systemClock),
-    app.services.jobs,
-    systemClock,
-    [...jobHandlers(app.services), housekeeping.job(systemClock)],
-    app.log,
-    { leaseMs: config.jobLeaseSeconds * 1000 },
-  );
-  app.jobRunner = runner;
+  let background: BackgroundThread | null = null;
 
   stop = async (signal: string) => {
     app.log.info({ signal }, 'shutting down: finishing requests in flight');
@@ -137,7 +143,7 @@ async function runServer(config: Config, options: { migrate: boolean }): Promise
       await new Promise((resolve) => setTimeout(resolve, SHUTDOWN_DRAIN_MS));
       await metricsServer?.close();
       await app.close();
-      await runner.stop();
+      await background?.stop();
       await db.close();
       redis?.disconnect();
       app.log.info('stopped');
@@ -149,8 +155,17 @@ async function runServer(config: Config, options: { migrate: boolean }): Promise
   };
   if (stopping) return stop('SIGTERM');
 
-  // The recurring jobs' rows, written (the first time) before the port opens, as the migrations are.
-  await runner.prepare();
+  // Every serving process runs the background work (deliveries, retention, upkeep: src/jobs/) on a
+  // thread of its own, started (and the recurring jobs' rows written the first time) before the
+  // port opens, as the migrations are.
+  try {
+    background = await BackgroundThread.start(app.services.jobs, app.log, lock);
+    app.background = background;
+  } catch (error) {
+    process.stderr.write(`Cannot start the background work: ${(error as Error).message}\n`);
+    await db.close().catch(() => {});
+    process.exit(1);
+  }
   try {
     await app.listen({ host: config.host, port: config.port });
   } catch (error) {
@@ -165,7 +180,6 @@ async function runServer(config: Config, options: { migrate: boolean }): Promise
       metricsServer = await listenForMetrics(config, () => app.metricsRegistry.metrics(), https, app.log);
     }
   }
-  runner.start();
   // The port actually bound (PORT=0 picks one), and the pages a newcomer opens first.
   const base = localBaseUrl(config, (app.server.address() as AddressInfo).port);
   app.log.info(

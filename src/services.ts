@@ -1,5 +1,5 @@
 import type { Clock } from './clock.js';
-import { DEFAULT_EVENT_SETTINGS, type EventSettings } from './config.js';
+import { type Config, DEFAULT_EVENT_SETTINGS, type EventSettings, referralBaseUrl } from './config.js';
 import type { JobHandler } from './jobs/service.js';
 import type { RoomContext } from './room.js';
 import { rooms } from './rooms.js';
@@ -20,6 +20,16 @@ export interface ServiceOptions {
   events?: EventSettings;
   /** Where referral URLs point (config.ts referralBaseUrl); the default server's address when absent. */
   referralBaseUrl?: string;
+}
+
+/** The services' options of a server with `config`. */
+export function serviceOptions(config: Config, clock: Clock): ServiceOptions {
+  return {
+    clock,
+    accessTokenTtlSeconds: config.accessTokenTtlSeconds,
+    events: config.events,
+    referralBaseUrl: referralBaseUrl(config),
+  };
 }
 
 /** Referral URLs of services built without a config (tests): the default server's address. */

@@ -30,7 +30,7 @@ export interface DeliveryFigures {
 }
 
 /** A receiver that answers every delivery 204 at once, counting them. */
-async function receiver(): Promise<{ url: string; count: () => number; close: () => Promise<void> }> {
+export async function receiver(): Promise<{ url: string; count: () => number; close: () => Promise<void> }> {
   let received = 0;
   const server: HttpServer = createServer((request, response) => {
     request.resume();
@@ -66,6 +66,7 @@ export async function writesWithEndpoint(
   const db = openDb(databaseUrl, { poolMax: 1 });
   const rows: Row[] = [];
   const deliveries: DeliveryFigures[] = [];
+  let endpointId: number | null = null;
   try {
     const created = await fetch(`${server.url}/v1/webhook_endpoints`, {
       method: 'POST',
@@ -74,6 +75,7 @@ export async function writesWithEndpoint(
     });
     if (created.status !== 201)
       throw new Error(`creating the endpoint answered ${created.status}: ${await created.text()}`);
+    endpointId = ((await created.json()) as { webhook_endpoint: { id: number } }).webhook_endpoint.id;
     const backlog = async () => {
       const row = await sql<{ pending: number; oldest: number | null }>`
         select count(*) as pending, min(created_at) as oldest from jobs where queue = 'webhook_delivery'`.execute(
@@ -131,6 +133,13 @@ export async function writesWithEndpoint(
       deliveries.push(figures);
     }
   } finally {
+    // The later measurements (WORKERS=2) are of the writes without it, as before it was added.
+    if (endpointId !== null) {
+      await fetch(`${server.url}/v1/webhook_endpoints/${endpointId}`, {
+        method: 'DELETE',
+        headers: { authorization: `Bearer ${setup.account.apiKey}` },
+      });
+    }
     await db.close();
     await hooks.close();
   }

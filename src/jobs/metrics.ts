@@ -1,23 +1,30 @@
 import { Counter, Gauge, type Registry } from 'prom-client';
-import type { JobRunner } from './runner.js';
+import type { QueueStats } from './runner.js';
 
 /**
- * The job runner's figures, read from this process's runner at each scrape: runs and failures by
- * queue, and each queue's last run (when, how long, how it ended). Empty until the runner starts
- * (a process that serves no background work has none).
+ * The job runner's figures, read from this process's runner at each scrape (one read for every
+ * metric): runs and failures by queue, and each queue's last run (when, how long, how it ended).
+ * Empty until the runner starts (a process that serves no background work has none).
  */
-export function registerJobMetrics(registry: Registry, runner: () => JobRunner | null): void {
-  const each = (visit: (queue: string, stats: NonNullable<ReturnType<JobRunner['stats']['get']>>) => void) => {
-    for (const [queue, stats] of runner()?.stats ?? []) visit(queue, stats);
+export function registerJobMetrics(
+  registry: Registry,
+  queues: () => Promise<ReadonlyMap<string, QueueStats> | null>,
+): void {
+  let read: Promise<ReadonlyMap<string, QueueStats> | null> | null = null;
+  const each = async (visit: (queue: string, stats: QueueStats) => void) => {
+    read ??= queues().finally(() => {
+      read = null;
+    });
+    for (const [queue, stats] of (await read) ?? []) visit(queue, stats);
   };
   new Counter({
     name: 'loyalty_job_runs_total',
     help: 'Jobs run by this process, by queue and outcome (finished, failed)',
     labelNames: ['queue', 'outcome'],
     registers: [registry],
-    collect() {
+    async collect() {
       this.reset();
-      each((queue, stats) => {
+      await each((queue, stats) => {
         this.inc({ queue, outcome: 'failed' }, stats.failures);
         this.inc({ queue, outcome: 'finished' }, stats.runs - stats.failures);
       });
@@ -28,9 +35,9 @@ export function registerJobMetrics(registry: Registry, runner: () => JobRunner |
     help: 'When this process last ran a job of the queue (Unix time)',
     labelNames: ['queue'],
     registers: [registry],
-    collect() {
+    async collect() {
       this.reset();
-      each((queue, stats) => {
+      await each((queue, stats) => {
         if (stats.lastRunAt !== null) this.set({ queue }, stats.lastRunAt / 1000);
       });
     },
@@ -40,9 +47,9 @@ export function registerJobMetrics(registry: Registry, runner: () => JobRunner |
     help: 'How long the last job of the queue run by this process took',
     labelNames: ['queue'],
     registers: [registry],
-    collect() {
+    async collect() {
       this.reset();
-      each((queue, stats) => {
+      await each((queue, stats) => {
         if (stats.lastDurationMs !== null) this.set({ queue }, stats.lastDurationMs / 1000);
       });
     },
@@ -52,9 +59,9 @@ export function registerJobMetrics(registry: Registry, runner: () => JobRunner |
     help: 'Whether the last job of the queue run by this process failed (1) or not (0)',
     labelNames: ['queue'],
     registers: [registry],
-    collect() {
+    async collect() {
       this.reset();
-      each((queue, stats) => {
+      await each((queue, stats) => {
         if (stats.lastOutcome !== null) this.set({ queue }, stats.lastOutcome === 'failed' ? 1 : 0);
       });
     },

@@ -98,6 +98,55 @@ export async function claimJobs(
     .execute();
 }
 
+/**
+ * Claims up to `limit` due jobs of one group, oldest due first (on PostgreSQL skipping rows another
+ * claimer has locked): a group's finished jobs handing their places on, in the transaction that
+ * records them (see JobRunner.record). Served by the index on (group_key, run_at), so it costs the
+ * same however long the group's backlog, or the queue's.
+ */
+export async function claimGroupJobs(
+  trx: Transaction<Database>,
+  groupKey: string,
+  limit: number,
+  claim: { queues: readonly string[]; owner: string; now: number; leaseUntil: number },
+): Promise<JobRow[]> {
+  if (limit <= 0) return [];
+  const next = trx
+    .selectFrom('jobs')
+    .select('id')
+    .where('group_key', '=', groupKey)
+    .where('run_at', '<=', claim.now)
+    .where('queue', 'in', claim.queues)
+    .orderBy('run_at')
+    .orderBy('id')
+    .limit(limit)
+    .$if(isPostgres(trx), (query) => query.forUpdate().skipLocked());
+  return trx
+    .updateTable('jobs')
+    .set((eb) => ({ lease_owner: claim.owner, run_at: claim.leaseUntil, attempts: eb('attempts', '+', 1) }))
+    .where('id', 'in', next)
+    .returningAll()
+    .execute();
+}
+
+/** How many of a group's jobs other claimers than `owner` hold (leased, lease running). */
+export async function countGroupLeasesOfOthers(
+  trx: Transaction<Database>,
+  groupKey: string,
+  owner: string,
+  now: number,
+): Promise<number> {
+  const row = await trx
+    .selectFrom('jobs')
+    .select((eb) => eb.fn.countAll<number>().as('held'))
+    .where('group_key', '=', groupKey)
+    .where('lease_owner', 'is not', null)
+    .where('lease_owner', '<>', owner)
+    .where('run_at', '>', now)
+    .executeTakeFirst();
+  return Number(row?.held ?? 0);
+}
+
 /** Deletes the finished jobs of `ids` that `owner` still holds; answers the ids it deleted. */
 export async function deleteClaimedJobs(
   trx: Transaction<Database>,
@@ -135,12 +184,21 @@ export async function rescheduleClaimedJob(
   return Number(result.numUpdatedRows) > 0;
 }
 
-/** When the next job of `queues` is due (or a lease ends); null when there is none. */
-export async function findNextDue(db: Kysely<Database>, queues: readonly string[]): Promise<number | null> {
+/**
+ * When the next job of `queues` falls due after `now` (or a lease ends); null when none will.
+ * Jobs due already are not asked for: a look just passed over them (their group was full), and
+ * they are claimed as that group's jobs end.
+ */
+export async function findNextDue(
+  db: Kysely<Database>,
+  queues: readonly string[],
+  now: number,
+): Promise<number | null> {
   const row = await db
     .selectFrom('jobs')
     .select((eb) => eb.fn.min('run_at').as('next'))
     .where('queue', 'in', queues)
+    .where('run_at', '>', now)
     .where('run_at', '<', PARKED_AT)
     .executeTakeFirst();
   return row?.next === null || row?.next === undefined ? null : Number(row.next);

@@ -4,7 +4,15 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../clock.js';
 import type { Db } from '../storage/db.js';
 import type { UnitOfWork, Work } from '../storage/unit-of-work.js';
-import { claimJobs, deleteClaimedJobs, findClaimable, findNextDue, rescheduleClaimedJob } from './repository.js';
+import {
+  claimGroupJobs,
+  claimJobs,
+  countGroupLeasesOfOthers,
+  deleteClaimedJobs,
+  findClaimable,
+  findNextDue,
+  rescheduleClaimedJob,
+} from './repository.js';
 import { type ClaimedJob, type JobHandler, type JobOutcome, type JobsService, toClaimedJob } from './service.js';
 
 export interface JobRunnerOptions {
@@ -25,6 +33,16 @@ export interface JobRunnerOptions {
    * that under load (a wake-up per commit) jobs are claimed in batches, not one transaction each.
    */
   claimGapMs?: number;
+  /**
+   * Whether the transaction recording finished jobs also claims their groups' next due jobs, and
+   * more ahead while the group's jobs are quick (see handOn): for one process alone on a SQLite
+   * file, where every transaction takes the one write lock from the requests, so fewer and larger
+   * ones are worth the most. Otherwise each finished job lets a look claim again, so that every
+   * process takes its part of a busy endpoint's deliveries. True on SQLite when absent.
+   */
+  handOn?: boolean;
+  /** The least time between two transactions recording outcomes (see finish); the engine's choice when absent. */
+  finishGapMs?: number;
 }
 
 /** What a queue's runs came to, for the metrics and the console. */
@@ -36,12 +54,24 @@ export interface QueueStats {
   lastOutcome: 'done' | 'retry' | 'failed' | null;
 }
 
-/** An outcome waiting to be recorded. */
+/** An outcome waiting to be recorded; resolved with whether it was recorded with its batch. */
 interface Finishing {
   job: ClaimedJob;
   outcome: JobOutcome;
-  resolve: () => void;
+  /** A job given back unrun (its group is slow): its place is not handed on. */
+  putBack: boolean;
+  resolve: (settled: boolean) => void;
   reject: (error: unknown) => void;
+}
+
+/** A group's jobs in this process: running, and claimed but waiting for a place. */
+interface GroupState {
+  running: number;
+  queued: ClaimedJob[];
+  /** Jobs whose outcome waits to be recorded. */
+  recording: number;
+  /** How long its jobs run, on average lately (ms); null before the first ends. */
+  averageMs: number | null;
 }
 
 const DEFAULTS = {
@@ -59,6 +89,14 @@ const NEXT_DUE_CHECK_MS = 1000;
 
 /** A recurring job made at start runs first this long after (see prepare). */
 const FIRST_RUN_AFTER_MS = 60_000;
+
+/** With handOn, the least time between two transactions recording outcomes (see finish). */
+const HAND_ON_FINISH_GAP_MS = 50;
+
+/** A quick group's work claimed ahead of its places, in time (see depth)… */
+const PREFETCH_MS = 2000;
+/** …and in multiples of its places. */
+const PREFETCH_PLACES = 30;
 
 /** Rows looked at per claim, however long the backlog (see findClaimable). */
 const CLAIM_SCAN = 1000;
@@ -86,6 +124,13 @@ export class JobRunner {
   private readonly queues: string[];
   private readonly options: Required<JobRunnerOptions>;
   private inFlight = 0;
+  /** Jobs begun so far. */
+  private begun = 0;
+  /** This process's jobs of each group that has some. */
+  private readonly groups = new Map<string, GroupState>();
+  private finishScheduled = false;
+  private finishingNow = false;
+  private lastFinishAt = Number.NEGATIVE_INFINITY;
   private readonly running = new Set<Promise<void>>();
   private claiming: Promise<void> | null = null;
   private again = false;
@@ -116,7 +161,8 @@ export class JobRunner {
   ) {
     this.handlers = new Map(handlers.map((handler) => [handler.queue, handler]));
     this.queues = [...this.handlers.keys()];
-    this.options = { ...DEFAULTS, ...options };
+    const handOn = options.handOn ?? db.dialect === 'sqlite';
+    this.options = { ...DEFAULTS, finishGapMs: handOn ? HAND_ON_FINISH_GAP_MS : 0, ...options, handOn };
     for (const queue of this.queues) {
       this.stats.set(queue, { runs: 0, failures: 0, lastRunAt: null, lastDurationMs: null, lastOutcome: null });
     }
@@ -128,7 +174,15 @@ export class JobRunner {
    */
   start(): void {
     this.stopped = false;
-    this.unsubscribe.push(this.jobs.onWake(() => this.kick()));
+    this.unsubscribe.push(
+      this.jobs.onWake((groups) => {
+        // New jobs only of groups this process is busy with: they are claimed as its jobs of
+        // those groups end (see handOn, or the look each one makes), and a look now would only
+        // walk past them.
+        if (groups && [...groups].every((group) => group !== null && this.busy(group))) return;
+        this.kick();
+      }),
+    );
     const feed = this.db.changes;
     if (feed && 'onJobs' in feed && typeof feed.onJobs === 'function') {
       this.unsubscribe.push((feed.onJobs as (listener: () => void) => () => void)(() => this.kick()));
@@ -168,11 +222,10 @@ export class JobRunner {
    * the CLI, which move the clock or need the work done before they go on. Answers how many ran.
    */
   async runDue(): Promise<number> {
-    let ran = 0;
+    const before = this.begun;
     for (;;) {
       const claimed = await this.claim(this.options.maxInFlight);
-      if (claimed.length === 0 && this.running.size === 0) return ran;
-      ran += claimed.length;
+      if (claimed.length === 0 && this.running.size === 0) return this.begun - before;
       for (const row of claimed) this.begin(row);
       await Promise.allSettled([...this.running]);
     }
@@ -186,8 +239,12 @@ export class JobRunner {
     if (this.watch) clearInterval(this.watch);
     for (const stop of this.unsubscribe.splice(0)) stop();
     await this.claiming;
+    // Jobs claimed ahead go back at once, for the other processes to claim.
+    const givenBack = [...this.groups.values()].flatMap((state) =>
+      state.queued.splice(0).map((job) => this.putBack(job)),
+    );
     const timeout = new Promise((resolve) => setTimeout(resolve, this.options.stopTimeoutMs).unref());
-    await Promise.race([Promise.allSettled([...this.running]), timeout]);
+    await Promise.race([Promise.allSettled([...this.running, ...givenBack]), timeout]);
   }
 
   /**
@@ -210,7 +267,7 @@ export class JobRunner {
       if (this.starved || this.stopped) return;
       if (performance.now() - this.lastNextDueAt >= NEXT_DUE_CHECK_MS) {
         this.lastNextDueAt = performance.now();
-        this.armAt((await findNextDue(this.db.kysely, this.queues)) ?? Number.POSITIVE_INFINITY);
+        this.armAt((await findNextDue(this.db.kysely, this.queues, this.clock.now())) ?? Number.POSITIVE_INFINITY);
       } else {
         // Keep the poll's net set.
         this.armAt(Number.POSITIVE_INFINITY);
@@ -267,19 +324,80 @@ export class JobRunner {
     return this.scheduled;
   }
 
+  /** A group's state in this process, made when first needed. */
+  private group(key: string): GroupState {
+    let state = this.groups.get(key);
+    if (!state) {
+      state = { running: 0, queued: [], recording: 0, averageMs: null };
+      this.groups.set(key, state);
+    }
+    return state;
+  }
+
+  /** Whether this process has jobs of the group running, waiting for a place or for their outcome's record. */
+  private busy(key: string): boolean {
+    const state = this.groups.get(key);
+    return state !== undefined && state.running + state.queued.length + state.recording > 0;
+  }
+
+  /** Starts a claimed job, or keeps it for when a place of its group frees (see handOn). */
   private begin(job: ClaimedJob): void {
+    if (job.groupKey !== null) {
+      const state = this.group(job.groupKey);
+      if (state.running >= this.options.perGroup) {
+        state.queued.push(job);
+        return;
+      }
+      state.running++;
+    }
+    this.begun++;
     this.inFlight++;
-    const run = this.execute(job).finally(() => {
+    const run = this.execute(job).then((settled) => {
       this.inFlight--;
       this.running.delete(run);
-      // A finished job frees a place: in the runner when the last claim filled them all, in its
-      // group (whose other due jobs the cap held back) when it has one.
-      if (this.starved || job.groupKey !== null) this.kick();
+      // A finished job frees a place: in the runner when the last claim filled them all; and
+      // unless its place was handed on as it was recorded (see handOn), a look finds what is due.
+      if (this.starved || !settled) this.kick();
     });
     this.running.add(run);
   }
 
-  private async execute(job: ClaimedJob): Promise<void> {
+  /**
+   * A job of a group ended its run: its place goes to the group's next job waiting here, unless
+   * that job's lease has too little left to run in (it is put back, for any process to claim).
+   */
+  private placeFreed(key: string, durationMs: number): void {
+    const state = this.group(key);
+    state.running--;
+    state.recording++;
+    state.averageMs = state.averageMs === null ? durationMs : state.averageMs * 0.8 + durationMs * 0.2;
+    while (state.running < this.options.perGroup && state.queued.length > 0 && !this.stopped) {
+      const next = state.queued.shift()!;
+      if (next.leaseUntil - this.clock.now() < this.options.leaseMs / 2) this.putBack(next);
+      else this.begin(next);
+    }
+  }
+
+  /** Gives a claimed job back unrun, due now, its claim not counted as an attempt. */
+  private putBack(job: ClaimedJob): Promise<boolean> {
+    return this.finish(job, { retryAt: this.clock.now(), undoAttempt: true }, true).catch(() => false);
+  }
+
+  /**
+   * How many jobs of a group this process keeps claimed, running or waiting: the group's places,
+   * and while its jobs are quick, up to about PREFETCH_MS of its work beyond them (at most
+   * PREFETCH_PLACES times its places), so that a busy group runs on between the transactions
+   * that record its outcomes.
+   */
+  private depth(state: GroupState | undefined): number {
+    const places = this.options.perGroup;
+    if (state?.averageMs === null || state?.averageMs === undefined) return places;
+    const ahead = Math.floor((places * PREFETCH_MS) / Math.max(1, state.averageMs));
+    return Math.max(places, Math.min(places * PREFETCH_PLACES, ahead));
+  }
+
+  /** Runs a job and records its outcome; answers whether its place was handed on as it was recorded. */
+  private async execute(job: ClaimedJob): Promise<boolean> {
     const handler = this.handlers.get(job.queue)!;
     const started = performance.now();
     let outcome: JobOutcome;
@@ -294,8 +412,10 @@ export class JobRunner {
       );
       outcome = { retryAt: this.clock.now() + Math.min(60_000 * 2 ** Math.min(job.attempt - 1, 6), 3_600_000) };
     }
+    if (job.groupKey !== null) this.placeFreed(job.groupKey, performance.now() - started);
+    let settled = false;
     try {
-      await this.finish(job, outcome);
+      settled = await this.finish(job, outcome);
     } catch (error) {
       failed = true;
       this.log.error(
@@ -310,35 +430,100 @@ export class JobRunner {
     stats.lastDurationMs = performance.now() - started;
     stats.lastOutcome = failed ? 'failed' : 'done' in outcome ? 'done' : 'retry';
     if (!('done' in outcome)) this.armAt(outcome.retryAt);
+    return settled;
   }
 
   /**
-   * Records a job's outcome. The outcomes of one turn of the event loop are recorded together, in
-   * one transaction (under load, a delivery's outcome costs a statement or two, not a transaction
-   * each); when that transaction fails, each is recorded in one of its own, so that one bad
-   * record does not take the others with it.
+   * Records a job's outcome. Outcomes are recorded together, one transaction at a time and at
+   * most one per finishGapMs under load (a delivery's outcome costs a statement or two, not a
+   * transaction each; on SQLite each such transaction also takes the write lock from the requests);
+   * when that transaction fails, each is recorded in one of its own, so that one bad record does
+   * not take the others with it. The same transaction claims the next due jobs of the finished
+   * jobs' groups (see handOn): a busy group (an endpoint with a backlog) keeps its places full
+   * without a look over the whole queue.
    */
-  private finish(job: ClaimedJob, outcome: JobOutcome): Promise<void> {
+  private finish(job: ClaimedJob, outcome: JobOutcome, putBack = false): Promise<boolean> {
     return new Promise((resolve, reject) => {
-      this.finishing.push({ job, outcome, resolve, reject });
-      if (this.finishing.length === 1) setImmediate(() => void this.finishBatch());
+      this.finishing.push({ job, outcome, putBack, resolve, reject });
+      this.scheduleFinish();
     });
   }
 
+  private scheduleFinish(): void {
+    if (this.finishScheduled || this.finishingNow || this.finishing.length === 0) return;
+    this.finishScheduled = true;
+    const wait = this.lastFinishAt + this.options.finishGapMs - performance.now();
+    const run = () => {
+      this.finishScheduled = false;
+      void this.finishBatch();
+    };
+    if (wait > 0) setTimeout(run, wait);
+    else setImmediate(run);
+  }
+
   private async finishBatch(): Promise<void> {
+    this.finishingNow = true;
+    this.lastFinishAt = performance.now();
     const batch = this.finishing.splice(0);
     try {
-      await this.uow.run((w) => this.record(w, batch));
-      for (const entry of batch) entry.resolve();
+      const next = await this.uow.run(async (w) => {
+        await this.record(w, batch);
+        return this.handOn(w, batch);
+      });
+      for (const job of next) this.begin(job);
+      for (const entry of batch) entry.resolve(this.options.handOn);
     } catch (error) {
-      if (batch.length === 1) {
-        batch[0]!.reject(error);
-        return;
+      if (batch.length === 1) batch[0]!.reject(error);
+      else {
+        for (const entry of batch) {
+          await this.uow.run((w) => this.record(w, [entry])).then(() => entry.resolve(false), entry.reject);
+        }
       }
-      for (const entry of batch) {
-        await this.uow.run((w) => this.record(w, [entry])).then(entry.resolve, entry.reject);
+    } finally {
+      this.recorded(batch);
+      this.finishingNow = false;
+      this.scheduleFinish();
+    }
+  }
+
+  /** A batch's outcomes are recorded (or failed to be): a group with nothing left here is forgotten. */
+  private recorded(batch: readonly Finishing[]): void {
+    for (const { job, putBack } of batch) {
+      const state = job.groupKey === null || putBack ? undefined : this.groups.get(job.groupKey);
+      if (!state) continue;
+      state.recording--;
+      if (state.running + state.queued.length + state.recording === 0 && !this.options.handOn) {
+        this.groups.delete(job.groupKey!);
       }
     }
+  }
+
+  /**
+   * Claims, for each group of the batch, its due jobs up to the depth this process keeps (see
+   * depth) — or, while other processes hold some of the group's jobs, only up to the group's
+   * places left by theirs.
+   */
+  private async handOn(w: Work, batch: readonly Finishing[]): Promise<ClaimedJob[]> {
+    if (this.stopped || !this.options.handOn) return [];
+    const keys = new Set(batch.filter((entry) => !entry.putBack).map((entry) => entry.job.groupKey));
+    const claimed: ClaimedJob[] = [];
+    for (const key of keys) {
+      if (key === null) continue;
+      const state = this.groups.get(key);
+      const held = (state?.running ?? 0) + (state?.queued.length ?? 0);
+      const others = await countGroupLeasesOfOthers(w.trx, key, this.owner, w.now);
+      const target = others > 0 ? this.options.perGroup - others : this.depth(state);
+      const rows = await claimGroupJobs(w.trx, key, target - held, {
+        queues: this.queues,
+        owner: this.owner,
+        now: w.now,
+        leaseUntil: w.now + this.options.leaseMs,
+      });
+      claimed.push(...rows.map(toClaimedJob));
+      // A group with nothing left here is forgotten (what its jobs took, too).
+      if (rows.length === 0 && held === 0) this.groups.delete(key);
+    }
+    return claimed;
   }
 
   /** Finishes the jobs this process still holds (deleted when done, put back for a retry) and writes their records. */

@@ -97,7 +97,7 @@ export function toClaimedJob(row: JobRow): ClaimedJob {
  * the change that causes them; the runner of this process is woken when it commits.
  */
 export class JobsService {
-  private readonly wakeListeners = new Set<() => void>();
+  private readonly wakeListeners = new Set<(groups?: ReadonlySet<string | null>) => void>();
 
   constructor(
     private readonly db: Db,
@@ -125,12 +125,12 @@ export class JobsService {
         created_at: w.now,
       })),
     );
-    await this.announce(w);
+    await this.announce(w, new Set(jobs.map((job) => job.groupKey ?? null)));
   }
 
-  /** Wakes the runners once the work commits (see enqueue). */
-  private async announce(w: Work): Promise<void> {
-    if (this.wakeListeners.size > 0) w.afterCommit(() => this.wake());
+  /** Wakes the runners once the work commits (see enqueue), telling this process's the groups of the new jobs. */
+  private async announce(w: Work, groups?: ReadonlySet<string | null>): Promise<void> {
+    if (this.wakeListeners.size > 0) w.afterCommit(() => this.wake(groups));
     else if (this.db.dialect === 'postgres')
       await sql`select pg_notify(${JOBS_CHANNEL}, current_schema())`.execute(w.trx);
   }
@@ -182,15 +182,18 @@ export class JobsService {
     return { pending, oldestAgeMs: oldestCreatedAt === null ? null : Math.max(0, this.clock.now() - oldestCreatedAt) };
   }
 
-  /** Calls `listener` whenever this process commits new jobs; returns how to stop. */
-  onWake(listener: () => void): () => void {
+  /**
+   * Calls `listener` whenever this process commits new jobs, with their groups when known (null
+   * for jobs of no group); returns how to stop.
+   */
+  onWake(listener: (groups?: ReadonlySet<string | null>) => void): () => void {
     this.wakeListeners.add(listener);
     return () => this.wakeListeners.delete(listener);
   }
 
   /** Wakes this process's runner (jobs were committed, or made due: an endpoint enabled again). */
-  wake(): void {
-    for (const listener of this.wakeListeners) listener();
+  wake(groups?: ReadonlySet<string | null>): void {
+    for (const listener of this.wakeListeners) listener(groups);
   }
 
   private get kysely(): Kysely<Database> {

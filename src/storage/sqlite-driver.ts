@@ -194,6 +194,10 @@ export class GroupCommitSqlite {
     if (this.closed) throw new Error('the database is closed');
     await this.turn.acquire();
     try {
+      // The other thread of this process waits to write: the open group commits now rather than
+      // at the end of this turn of the event loop, so that it waits for one transaction, not for
+      // every request this turn takes.
+      if (this.group !== null && this.writeTurn?.wanted?.()) this.commitGroup();
       if (this.group === null) {
         await this.writeTurn?.acquire();
         try {
@@ -211,12 +215,22 @@ export class GroupCommitSqlite {
     }
   }
 
-  /** Gives the turn on; the group is committed once the event loop has taken what arrived meanwhile. */
+  /**
+   * Gives the turn on; the group is committed once the event loop has taken what arrived
+   * meanwhile, or at once when the other thread of this process waits to write.
+   */
   private leave(): void {
     this.turn.release();
+    if (this.writeTurn?.wanted?.()) {
+      void this.flush();
+      return;
+    }
     if (this.flushScheduled) return;
     this.flushScheduled = true;
-    setImmediate(() => void this.flush());
+    setImmediate(() => {
+      this.flushScheduled = false;
+      void this.flush();
+    });
   }
 
   /**
@@ -236,7 +250,6 @@ export class GroupCommitSqlite {
   private async flush(): Promise<void> {
     await this.turn.acquire();
     try {
-      this.flushScheduled = false;
       this.commitGroup();
     } finally {
       this.turn.release();

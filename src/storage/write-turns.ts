@@ -14,6 +14,8 @@ import cluster, { type Worker } from 'node:cluster';
 export interface WriteTurn {
   acquire(): Promise<void>;
   release(): void;
+  /** Whether someone waits for the turn now (the holder then ends its commit group sooner). */
+  wanted?(): boolean;
 }
 
 interface TurnMessage {
@@ -69,4 +71,155 @@ export function handOutWriteTurns(): void {
     if (index >= 0) waiting.splice(index, 1);
     if (holder === worker) next();
   });
+}
+
+/** Who holds a process's SharedWriteLock: 0 when nobody does. */
+export const LOCK_FREE = 0;
+export const MAIN_THREAD = 1;
+export const JOB_THREAD = 2;
+type Holder = typeof MAIN_THREAD | typeof JOB_THREAD;
+
+/** The lock's words: who holds it, who goes first when both want it, and each thread's wish. */
+const HOLDER = 0;
+const PRIORITY = 1;
+const wants = (holder: Holder) => 1 + holder;
+/** A wait's net: a wish left behind by a thread that died is looked past after this long. */
+const WAIT_NET_MS = 50;
+
+/**
+ * The turn to write one SQLite file for the two threads of one process (the serving thread and
+ * the job thread, each with its own connection): words of shared memory, taken with
+ * compare-and-swap and waited for without blocking either event loop (Atomics.waitAsync), then,
+ * with WORKERS=N, the process's turn from the primary (`upstream`).
+ *
+ * When both threads want the lock they take turns: each release gives the other thread priority
+ * if it is waiting. Without that the serving thread, whose commit groups follow one another under
+ * load, would take the lock back before the job thread had woken; without any lock, the threads
+ * met at SQLite's own, which a connection finding it taken retries blind after 1–16 ms.
+ */
+export class SharedWriteLock implements WriteTurn {
+  private readonly cell: Int32Array;
+  private readonly other: Holder;
+
+  constructor(
+    buffer: SharedArrayBuffer,
+    private readonly holder: Holder,
+    private readonly upstream?: WriteTurn,
+  ) {
+    this.cell = new Int32Array(buffer);
+    this.other = holder === MAIN_THREAD ? JOB_THREAD : MAIN_THREAD;
+  }
+
+  /** The shared memory of a new lock: hand it to the other thread. */
+  static buffer(): SharedArrayBuffer {
+    return new SharedArrayBuffer(4 * Int32Array.BYTES_PER_ELEMENT);
+  }
+
+  async acquire(): Promise<void> {
+    const cell = this.cell;
+    Atomics.store(cell, wants(this.holder), 1);
+    for (;;) {
+      const yields = Atomics.load(cell, PRIORITY) === this.other && Atomics.load(cell, wants(this.other)) === 1;
+      if (!yields && Atomics.compareExchange(cell, HOLDER, LOCK_FREE, this.holder) === LOCK_FREE) break;
+      const seen = Atomics.load(cell, HOLDER);
+      const wait = Atomics.waitAsync(cell, HOLDER, seen, WAIT_NET_MS);
+      if (wait.async) await wait.value;
+    }
+    Atomics.store(cell, wants(this.holder), 0);
+    Atomics.notify(cell, HOLDER);
+    try {
+      await this.upstream?.acquire();
+    } catch (error) {
+      this.free();
+      throw error;
+    }
+  }
+
+  release(): void {
+    this.upstream?.release();
+    this.free();
+  }
+
+  /** Whether the other thread waits for the lock. */
+  wanted(): boolean {
+    return Atomics.load(this.cell, wants(this.other)) === 1;
+  }
+
+  /**
+   * Forgets a thread that died: its wish, and the lock if it held it; true when it held it.
+   * Called by the thread that saw it die.
+   */
+  static releaseFor(buffer: SharedArrayBuffer, holder: Holder): boolean {
+    const cell = new Int32Array(buffer);
+    Atomics.store(cell, wants(holder), 0);
+    const held = Atomics.compareExchange(cell, HOLDER, holder, LOCK_FREE) === holder;
+    Atomics.notify(cell, HOLDER);
+    return held;
+  }
+
+  private free(): void {
+    Atomics.store(this.cell, PRIORITY, this.other);
+    Atomics.store(this.cell, HOLDER, LOCK_FREE);
+    Atomics.notify(this.cell, HOLDER);
+  }
+}
+
+/** The messages of a turn asked through a MessagePort (see portWriteTurn). */
+type PortTurnMessage = { writeTurn: 'acquire' | 'release' | 'granted' };
+
+/**
+ * A job thread's side of the process's turn from the primary (WORKERS=N): only the serving thread
+ * talks to the primary, so the job thread asks it through `port` (see serveWriteTurn).
+ */
+export function portWriteTurn(port: MessagePortLike): WriteTurn {
+  const granted: Array<() => void> = [];
+  port.on('message', (message: unknown) => {
+    if ((message as PortTurnMessage)?.writeTurn === 'granted') granted.shift()?.();
+  });
+  return {
+    acquire: () =>
+      new Promise<void>((resolve) => {
+        granted.push(resolve);
+        port.postMessage({ writeTurn: 'acquire' } satisfies PortTurnMessage);
+      }),
+    release: () => port.postMessage({ writeTurn: 'release' } satisfies PortTurnMessage),
+  };
+}
+
+/**
+ * The serving thread's side of portWriteTurn: takes the primary's turn for the job thread and
+ * gives it back. `close()` (the job thread died) gives back a turn it held, and one it was still
+ * waiting for as soon as it comes.
+ */
+export function serveWriteTurn(port: MessagePortLike, upstream: WriteTurn): { close(): void } {
+  let held = false;
+  let closed = false;
+  port.on('message', (message: unknown) => {
+    const asked = (message as PortTurnMessage)?.writeTurn;
+    if (asked === 'acquire') {
+      void upstream.acquire().then(() => {
+        if (closed) return upstream.release();
+        held = true;
+        port.postMessage({ writeTurn: 'granted' } satisfies PortTurnMessage);
+      });
+    } else if (asked === 'release' && held) {
+      held = false;
+      upstream.release();
+    }
+  });
+  return {
+    close: () => {
+      closed = true;
+      if (held) {
+        held = false;
+        upstream.release();
+      }
+    },
+  };
+}
+
+/** What portWriteTurn and serveWriteTurn need of a MessagePort. */
+export interface MessagePortLike {
+  on(event: 'message', listener: (message: unknown) => void): unknown;
+  postMessage(message: unknown): void;
 }

@@ -1,4 +1,5 @@
 import { type Kysely, PostgresAdapter, type Transaction } from 'kysely';
+import { compiledQuery, pick } from '../storage/compiled-query.js';
 import type { Database, EventRow, WebhookEndpointRow } from '../storage/schema.js';
 
 /** One row of the delivery log: an attempt. */
@@ -20,12 +21,17 @@ export async function findDeliveryTarget(
   eventId: number,
   endpointId: number,
 ): Promise<{ event: EventRow | undefined; endpoint: WebhookEndpointRow | undefined }> {
-  const [event, endpoint] = await Promise.all([
-    db.selectFrom('events').selectAll().where('id', '=', eventId).executeTakeFirst(),
-    db.selectFrom('webhook_endpoints').selectAll().where('id', '=', endpointId).executeTakeFirst(),
-  ]);
+  // Compiled once: a delivery's statements are the job thread's hottest (see compiledQuery).
+  const [[event], [endpoint]] = await Promise.all([eventQuery(db, { eventId }), endpointQuery(db, { endpointId })]);
   return { event, endpoint };
 }
+
+const eventQuery = compiledQuery((db, v: { eventId: number }) =>
+  db.selectFrom('events').selectAll().where('id', '=', v.eventId),
+);
+const endpointQuery = compiledQuery((db, v: { endpointId: number }) =>
+  db.selectFrom('webhook_endpoints').selectAll().where('id', '=', v.endpointId),
+);
 
 /**
  * The endpoint's status, its row locked until the transaction ends on PostgreSQL (so that an
@@ -46,8 +52,27 @@ export async function findEndpointStatus(
 
 /** Writes an attempt to the delivery log. */
 export async function insertAttempt(trx: Transaction<Database>, row: NewAttemptRow): Promise<void> {
-  await trx.insertInto('webhook_attempts').values(row).execute();
+  await insertAttemptQuery(trx, row);
 }
+
+const ATTEMPT_COLUMNS = [
+  'account_id',
+  'webhook_endpoint_id',
+  'event_id',
+  'attempt',
+  'status_code',
+  'error',
+  'duration_ms',
+  'response_body',
+  'created_at',
+] as const satisfies readonly (keyof NewAttemptRow)[];
+
+// A type, not an interface: compiledQuery's values must be a Record.
+type AttemptValues = { [K in keyof NewAttemptRow]: NewAttemptRow[K] };
+
+const insertAttemptQuery = compiledQuery((db, v: AttemptValues) =>
+  db.insertInto('webhook_attempts').values(pick(v, ATTEMPT_COLUMNS)),
+);
 
 /** An attempt succeeded: the endpoint is no longer failing (a write only when it was). */
 export async function clearFailing(trx: Transaction<Database>, endpointId: number): Promise<void> {

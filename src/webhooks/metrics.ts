@@ -14,7 +14,12 @@ import { countDisabledEndpoints } from './delivery-repository.js';
  */
 export function registerWebhookMetrics(
   registry: Registry,
-  deps: { jobs: JobsService; db: Kysely<Database>; deliverer: () => WebhookDeliverer | null },
+  deps: {
+    jobs: JobsService;
+    db: Kysely<Database>;
+    /** This process's attempts by outcome (null when it makes none: tests, the CLI). */
+    attempts: () => Promise<WebhookDeliverer['stats'] | null>;
+  },
 ): void {
   // The two gauges of the backlog share one read: a scrape collects every metric at once. A read
   // that fails (the database away) leaves the gauges as they were: the metrics must answer most
@@ -33,9 +38,9 @@ export function registerWebhookMetrics(
     help: 'Webhook delivery attempts made by this process, by outcome (succeeded: a 2xx within 10 s; failed: anything else)',
     labelNames: ['outcome'],
     registers: [registry],
-    collect() {
+    async collect() {
       this.reset();
-      const stats = deps.deliverer()?.stats;
+      const stats = await deps.attempts();
       this.inc({ outcome: 'succeeded' }, stats?.succeeded ?? 0);
       this.inc({ outcome: 'failed' }, stats?.failed ?? 0);
     },

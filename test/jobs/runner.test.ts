@@ -333,3 +333,113 @@ describe('the job runner on the system clock', () => {
     }
   });
 });
+
+describe('the job runner handing a group’s places on as it records (started runners, system clock)', () => {
+  let test: TestDb;
+  const runners: JobRunner[] = [];
+  const others: Db[] = [];
+  beforeEach(async () => {
+    test = await createTestDb();
+  });
+  afterEach(async () => {
+    for (const runner of runners.splice(0)) await runner.stop();
+    for (const db of others.splice(0)) await db.close();
+    await test.destroy();
+  });
+
+  const GROUP = 'webhook_endpoint:busy';
+  const start = (db: Db, handler: JobHandler, options: JobRunnerOptions) => {
+    const made = new JobRunner(
+      db,
+      new UnitOfWork(db.kysely, systemClock),
+      new JobsService(db, systemClock),
+      systemClock,
+      [handler],
+      silent,
+      { pollMs: 600_000, ...options },
+    );
+    runners.push(made);
+    made.start();
+    return made;
+  };
+  const left = async () =>
+    Number(
+      (
+        await test.db.kysely
+          .selectFrom('jobs')
+          .select((eb) => eb.fn.countAll().as('n'))
+          .executeTakeFirstOrThrow()
+      ).n,
+    );
+
+  // Two runners (as two processes), each claiming ahead when it can: never more than the group's
+  // places running at once across both, every job run once, and with hand-on far fewer looks than
+  // jobs (a look per place freed is what it saves).
+  for (const handOn of [true, false]) {
+    it(`runs a backlog of one group at most perGroup at a time across two runners, each job once (handOn ${handOn})`, {
+      timeout: 60_000,
+    }, async () => {
+      const JOBS = 400;
+      await new UnitOfWork(test.db.kysely, systemClock).run((w) =>
+        new JobsService(test.db, systemClock).enqueue(
+          w,
+          Array.from({ length: JOBS }, (_, i) => ({ queue: QUEUE, groupKey: GROUP, subjectId: i })),
+        ),
+      );
+      const runs = new Map<number, number>();
+      let running = 0;
+      let most = 0;
+      const work: JobHandler = {
+        queue: QUEUE,
+        run: async (job) => {
+          running++;
+          most = Math.max(most, running);
+          runs.set(job.subjectId!, (runs.get(job.subjectId!) ?? 0) + 1);
+          await sleep(1);
+          running--;
+          return { done: true };
+        },
+      };
+      const other = openDb(test.url);
+      others.push(other);
+      const one = start(test.db, work, { perGroup: 4, handOn });
+      const two = start(other, work, { perGroup: 4, handOn });
+      expect(await eventually(async () => (await left()) === 0, 50_000, 50)).toBe(true);
+      expect(runs.size).toBe(JOBS);
+      expect([...runs.values()].filter((n) => n !== 1)).toEqual([]);
+      expect(most).toBeGreaterThan(1);
+      expect(most).toBeLessThanOrEqual(4);
+      if (handOn) expect(one.looks + two.looks).toBeLessThan(JOBS / 4);
+    });
+  }
+
+  it('gives back, unrun and not counted as an attempt, a job claimed ahead whose lease runs short', async () => {
+    // A slow group: its places are full while a claimed-ahead job's lease (2 s here) runs below half.
+    await new UnitOfWork(test.db.kysely, systemClock).run((w) =>
+      new JobsService(test.db, systemClock).enqueue(
+        w,
+        Array.from({ length: 16 }, (_, i) => ({ queue: QUEUE, groupKey: GROUP, subjectId: i })),
+      ),
+    );
+    const attempts: number[] = [];
+    let quick = true;
+    const work: JobHandler = {
+      queue: QUEUE,
+      run: async (job) => {
+        attempts.push(job.attempt);
+        // Quick at first (so the runner claims ahead), then slow.
+        await sleep(quick ? 1 : 1500);
+        return { done: true };
+      },
+    };
+    const runner = start(test.db, work, { perGroup: 2, leaseMs: 2000 });
+    await eventually(async () => attempts.length >= 4, 10_000, 5);
+    quick = false;
+    expect(await eventually(async () => (await left()) === 0, 50_000, 50)).toBe(true);
+    // Every job ran once, and as its first attempt: none ran on a lease run out (another claim
+    // would have run it again), and one given back was not counted.
+    expect(attempts).toHaveLength(16);
+    expect(attempts.filter((n) => n !== 1)).toEqual([]);
+    expect(runner.stats.get(QUEUE)?.failures).toBe(0);
+  });
+});

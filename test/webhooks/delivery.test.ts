@@ -641,7 +641,7 @@ describe('webhook deliveries', () => {
     await enqueue([await event({ ok: true }), await event({ fail: true })], hook.id);
     let work: WebhookDeliverer | null = null;
     const registry = new Registry();
-    registerWebhookMetrics(registry, { jobs, db: test.db.kysely, deliverer: () => work });
+    registerWebhookMetrics(registry, { jobs, db: test.db.kysely, attempts: async () => work?.stats ?? null });
     const value = async (name: string, labels: Record<string, string> = {}) => {
       const metric = (await registry.getMetricsAsJSON()).find((m) => m.name === name);
       return metric?.values.find((v) => Object.entries(labels).every(([k, l]) => v.labels[k] === l))?.value;
