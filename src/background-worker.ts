@@ -78,6 +78,8 @@ async function stop(): Promise<void> {
   services.webhooks.deliverer.close();
   await db.close();
   reply({ type: 'stopped' });
+  // Nothing left to keep the thread: it exits (an open port would keep it waiting for messages).
+  data.upstreamTurn?.close();
   port.close();
 }
 
