@@ -77,7 +77,6 @@ async function stop(): Promise<void> {
   await runner.stop();
   services.webhooks.deliverer.close();
   await db.close();
-  reply({ type: 'stopped' });
   // Nothing left to keep the thread: it exits (an open port would keep it waiting for messages).
   data.upstreamTurn?.close();
   port.close();

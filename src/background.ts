@@ -21,7 +21,6 @@ export type BackgroundMessage =
 /** The job thread's messages to the serving thread. */
 export type BackgroundReply =
   | { type: 'ready' }
-  | { type: 'stopped' }
   | {
       type: 'figures';
       id: number;
@@ -53,7 +52,6 @@ const STOP_WAIT_MS = 10_000;
  */
 export class BackgroundThread {
   private worker: Worker | null = null;
-  private readonly writeLock: SharedArrayBuffer | null;
   private stopping = false;
   private pendingGroups: Set<string | null> | null = null;
   private wakeAll = false;
@@ -63,17 +61,16 @@ export class BackgroundThread {
   private readonly unsubscribe: () => void;
 
   /**
-   * @param mainWriteLock SQLite: the serving thread's side of the process's write lock (its
-   *   connection writes in turns with the job thread's); null on PostgreSQL.
+   * @param writeLock SQLite: the process's write lock, which the serving thread's connection and
+   *   the job thread's take in turns; null on PostgreSQL.
    * @param upstream WORKERS=N on SQLite: the primary's turn, taken for the job thread too.
    */
   private constructor(
     jobs: JobsService,
     private readonly log: FastifyBaseLogger,
-    writeLock: SharedArrayBuffer | null,
+    private readonly writeLock: SharedArrayBuffer | null,
     private readonly upstream: WriteTurn | undefined,
   ) {
-    this.writeLock = writeLock;
     this.unsubscribe = jobs.onWake((groups) => this.wake(groups));
   }
 

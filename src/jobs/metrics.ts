@@ -2,20 +2,16 @@ import { Counter, Gauge, type Registry } from 'prom-client';
 import type { QueueStats } from './runner.js';
 
 /**
- * The job runner's figures, read from this process's runner at each scrape (one read for every
- * metric): runs and failures by queue, and each queue's last run (when, how long, how it ended).
+ * The job runner's figures, read from this process's runner at each scrape (`queues` shares one
+ * read among the metrics of a scrape: BackgroundThread.figures): runs and failures by queue, and each queue's last run (when, how long, how it ended).
  * Empty until the runner starts (a process that serves no background work has none).
  */
 export function registerJobMetrics(
   registry: Registry,
   queues: () => Promise<ReadonlyMap<string, QueueStats> | null>,
 ): void {
-  let read: Promise<ReadonlyMap<string, QueueStats> | null> | null = null;
   const each = async (visit: (queue: string, stats: QueueStats) => void) => {
-    read ??= queues().finally(() => {
-      read = null;
-    });
-    for (const [queue, stats] of (await read) ?? []) visit(queue, stats);
+    for (const [queue, stats] of (await queues()) ?? []) visit(queue, stats);
   };
   new Counter({
     name: 'loyalty_job_runs_total',

@@ -1,4 +1,4 @@
-import { type Kysely, PostgresAdapter, sql, type Transaction } from 'kysely';
+import { type Kysely, PostgresAdapter, type SelectQueryBuilder, sql, type Transaction } from 'kysely';
 import type { Database, JobRow } from '../storage/schema.js';
 
 /** A job's run_at while it waits for something outside the runner (a disabled endpoint): never due. */
@@ -90,12 +90,7 @@ export async function claimJobs(
     .where('id', 'in', ids)
     .where('run_at', '<=', claim.now)
     .$if(isPostgres(trx), (query) => query.forUpdate().skipLocked());
-  return trx
-    .updateTable('jobs')
-    .set((eb) => ({ lease_owner: claim.owner, run_at: claim.leaseUntil, attempts: eb('attempts', '+', 1) }))
-    .where('id', 'in', still)
-    .returningAll()
-    .execute();
+  return lease(trx, still, claim);
 }
 
 /**
@@ -121,10 +116,19 @@ export async function claimGroupJobs(
     .orderBy('id')
     .limit(limit)
     .$if(isPostgres(trx), (query) => query.forUpdate().skipLocked());
+  return lease(trx, next, claim);
+}
+
+/** Leases the jobs `ids` selects to `claim.owner` until `claim.leaseUntil`, one more attempt each. */
+function lease(
+  trx: Transaction<Database>,
+  ids: SelectQueryBuilder<Database, 'jobs', { id: number }>,
+  claim: { owner: string; leaseUntil: number },
+): Promise<JobRow[]> {
   return trx
     .updateTable('jobs')
     .set((eb) => ({ lease_owner: claim.owner, run_at: claim.leaseUntil, attempts: eb('attempts', '+', 1) }))
-    .where('id', 'in', next)
+    .where('id', 'in', ids)
     .returningAll()
     .execute();
 }

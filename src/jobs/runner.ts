@@ -486,15 +486,16 @@ export class JobRunner {
     }
   }
 
-  /** A batch's outcomes are recorded (or failed to be): a group with nothing left here is forgotten. */
+  /**
+   * A batch's outcomes are recorded (or failed to be), and the jobs claimed in their places begun:
+   * a group with nothing left here is forgotten (how long its jobs took, too).
+   */
   private recorded(batch: readonly Finishing[]): void {
     for (const { job, putBack } of batch) {
       const state = job.groupKey === null || putBack ? undefined : this.groups.get(job.groupKey);
       if (!state) continue;
       state.recording--;
-      if (state.running + state.queued.length + state.recording === 0 && !this.options.handOn) {
-        this.groups.delete(job.groupKey!);
-      }
+      if (!this.busy(job.groupKey!)) this.groups.delete(job.groupKey!);
     }
   }
 
@@ -520,8 +521,6 @@ export class JobRunner {
         leaseUntil: w.now + this.options.leaseMs,
       });
       claimed.push(...rows.map(toClaimedJob));
-      // A group with nothing left here is forgotten (what its jobs took, too).
-      if (rows.length === 0 && held === 0) this.groups.delete(key);
     }
     return claimed;
   }

@@ -15,6 +15,17 @@ import { eventually, sleep } from '../helpers/wait.js';
 const silent = pino({ level: 'silent' });
 const QUEUE = 'test.work';
 
+/** Jobs still in the table. */
+const jobsLeft = async (db: Db) =>
+  Number(
+    (
+      await db.kysely
+        .selectFrom('jobs')
+        .select((eb) => eb.fn.countAll().as('n'))
+        .executeTakeFirstOrThrow()
+    ).n,
+  );
+
 describe('the job runner', () => {
   let test: TestDb;
   let clock: FakeClock;
@@ -51,15 +62,7 @@ describe('the job runner', () => {
         Array.from({ length: count }, (_, i) => ({ queue: QUEUE, subjectId: first + i, ...extra })),
       ),
     );
-  const remaining = async () =>
-    Number(
-      (
-        await test.db.kysely
-          .selectFrom('jobs')
-          .select((eb) => eb.fn.countAll().as('n'))
-          .executeTakeFirstOrThrow()
-      ).n,
-    );
+  const remaining = () => jobsLeft(test.db);
 
   it('adds nothing when the work rolls back, and wakes the runner only after a commit', async () => {
     let woken = 0;
@@ -362,15 +365,7 @@ describe('the job runner handing a group’s places on as it records (started ru
     made.start();
     return made;
   };
-  const left = async () =>
-    Number(
-      (
-        await test.db.kysely
-          .selectFrom('jobs')
-          .select((eb) => eb.fn.countAll().as('n'))
-          .executeTakeFirstOrThrow()
-      ).n,
-    );
+  const left = () => jobsLeft(test.db);
 
   // Two runners (as two processes), each claiming ahead when it can: never more than the group's
   // places running at once across both, every job run once, and with hand-on far fewer looks than
