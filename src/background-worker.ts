@@ -45,8 +45,8 @@ const runner = new JobRunner(
   log,
   {
     leaseMs: config.jobLeaseSeconds * 1000,
-    // Claiming ahead serves one process alone on a SQLite file (see JobRunnerOptions.handOn).
-    handOn: db.dialect === 'sqlite' && config.workers === 1,
+    // One process on a SQLite file claims alone (see JobRunnerOptions.alone).
+    alone: db.dialect === 'sqlite' && config.workers === 1,
   },
 );
 

@@ -34,14 +34,19 @@ export interface JobRunnerOptions {
    */
   claimGapMs?: number;
   /**
-   * Whether the transaction recording finished jobs also claims their groups' next due jobs, and
-   * more ahead while the group's jobs are quick (see handOn): for one process alone on a SQLite
-   * file, where every transaction takes the one write lock from the requests, so fewer and larger
-   * ones are worth the most. Otherwise each finished job lets a look claim again, so that every
-   * process takes its part of a busy endpoint's deliveries. True on SQLite when absent.
+   * Whether the transaction recording finished jobs also claims their groups' next due jobs (see
+   * handOn), so that a busy group (an endpoint with a backlog) keeps its places full without a
+   * look over the whole queue per job. True when absent; false makes each finished job look again.
    */
   handOn?: boolean;
-  /** The least time between two transactions recording outcomes (see finish); the engine's choice when absent. */
+  /**
+   * This process is the only one claiming from the database (one process on a SQLite file): with
+   * handOn it claims ahead while a group's jobs are quick (see depth) and takes every place of a
+   * group, since nobody else would. Otherwise it leaves room for the other processes (see
+   * handOnTarget). False when absent.
+   */
+  alone?: boolean;
+  /** The least time between two transactions recording outcomes (see finish); 50 ms alone, else 0. */
   finishGapMs?: number;
 }
 
@@ -90,8 +95,11 @@ const NEXT_DUE_CHECK_MS = 1000;
 /** A recurring job made at start runs first this long after (see prepare). */
 const FIRST_RUN_AFTER_MS = 60_000;
 
-/** With handOn, the least time between two transactions recording outcomes (see finish). */
-const HAND_ON_FINISH_GAP_MS = 50;
+/**
+ * Alone, the least time between two transactions recording outcomes (see finish): each takes the
+ * SQLite file's one write lock from the requests, and the jobs claimed ahead run on meanwhile.
+ */
+const ALONE_FINISH_GAP_MS = 50;
 
 /** A quick group's work claimed ahead of its places, in time (see depth)… */
 const PREFETCH_MS = 2000;
@@ -161,8 +169,14 @@ export class JobRunner {
   ) {
     this.handlers = new Map(handlers.map((handler) => [handler.queue, handler]));
     this.queues = [...this.handlers.keys()];
-    const handOn = options.handOn ?? db.dialect === 'sqlite';
-    this.options = { ...DEFAULTS, finishGapMs: handOn ? HAND_ON_FINISH_GAP_MS : 0, ...options, handOn };
+    const alone = options.alone ?? false;
+    this.options = {
+      ...DEFAULTS,
+      handOn: true,
+      finishGapMs: alone ? ALONE_FINISH_GAP_MS : 0,
+      ...options,
+      alone,
+    };
     for (const queue of this.queues) {
       this.stats.set(queue, { runs: 0, failures: 0, lastRunAt: null, lastDurationMs: null, lastOutcome: null });
     }
@@ -466,12 +480,12 @@ export class JobRunner {
     this.lastFinishAt = performance.now();
     const batch = this.finishing.splice(0);
     try {
-      const next = await this.uow.run(async (w) => {
+      const { claimed, kept } = await this.uow.run(async (w) => {
         await this.record(w, batch);
         return this.handOn(w, batch);
       });
-      for (const job of next) this.begin(job);
-      for (const entry of batch) entry.resolve(this.options.handOn);
+      for (const job of claimed) this.begin(job);
+      for (const entry of batch) entry.resolve(kept.has(entry.job.groupKey));
     } catch (error) {
       if (batch.length === 1) batch[0]!.reject(error);
       else {
@@ -500,20 +514,28 @@ export class JobRunner {
   }
 
   /**
-   * Claims, for each group of the batch, its due jobs up to the depth this process keeps (see
-   * depth) — or, while other processes hold some of the group's jobs, only up to the group's
-   * places left by theirs.
+   * Claims, for each group of the batch, its due jobs up to what this process keeps of the group
+   * (see handOnTarget). Answers them, and the groups whose places were seen to (handed on, or
+   * left to other processes): a job of any other group lets a look claim after it.
    */
-  private async handOn(w: Work, batch: readonly Finishing[]): Promise<ClaimedJob[]> {
-    if (this.stopped || !this.options.handOn) return [];
-    const keys = new Set(batch.filter((entry) => !entry.putBack).map((entry) => entry.job.groupKey));
+  private async handOn(
+    w: Work,
+    batch: readonly Finishing[],
+  ): Promise<{ claimed: ClaimedJob[]; kept: Set<string | null> }> {
     const claimed: ClaimedJob[] = [];
+    const kept = new Set<string | null>();
+    if (this.stopped || !this.options.handOn) return { claimed, kept };
+    // Jobs of no group end no one's place: the runner's own recurring work.
+    kept.add(null);
+    const keys = new Set(batch.filter((entry) => !entry.putBack).map((entry) => entry.job.groupKey));
     for (const key of keys) {
       if (key === null) continue;
       const state = this.groups.get(key);
       const held = (state?.running ?? 0) + (state?.queued.length ?? 0);
       const others = await countGroupLeasesOfOthers(w.trx, key, this.owner, w.now);
-      const target = others > 0 ? this.options.perGroup - others : this.depth(state);
+      const target = this.handOnTarget(state, others);
+      if (target < 1 && others === 0) continue;
+      kept.add(key);
       const rows = await claimGroupJobs(w.trx, key, target - held, {
         queues: this.queues,
         owner: this.owner,
@@ -522,7 +544,20 @@ export class JobRunner {
       });
       claimed.push(...rows.map(toClaimedJob));
     }
-    return claimed;
+    return { claimed, kept };
+  }
+
+  /**
+   * How many of a group's jobs this process keeps claimed as its jobs end. Alone, the group's
+   * depth (see depth). Otherwise the group's places are shared: with nobody else holding any, all
+   * but one (so that another process's look finds room and takes part); beside others, what they
+   * leave, at most half, so that two processes busy with one endpoint settle at half each.
+   */
+  private handOnTarget(state: GroupState | undefined, others: number): number {
+    const places = this.options.perGroup;
+    if (this.options.alone) return others > 0 ? places - others : this.depth(state);
+    if (others === 0) return places - 1;
+    return Math.min(places - others, Math.ceil(places / 2));
   }
 
   /** Finishes the jobs this process still holds (deleted when done, put back for a retry) and writes their records. */

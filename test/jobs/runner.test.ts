@@ -367,11 +367,13 @@ describe('the job runner handing a group’s places on as it records (started ru
   };
   const left = () => jobsLeft(test.db);
 
-  // Two runners (as two processes), each claiming ahead when it can: never more than the group's
-  // places running at once across both, every job run once, and with hand-on far fewer looks than
-  // jobs (a look per place freed is what it saves).
-  for (const handOn of [true, false]) {
-    it(`runs a backlog of one group at most perGroup at a time across two runners, each job once (handOn ${handOn})`, {
+  // Two runners (as two processes): never more than the group's places running at once across
+  // both, every job run once; with hand-on far fewer looks than jobs (a look per place freed is
+  // what it saves), and sharing the places, both take part. Claiming ahead ("alone") is checked
+  // here too, although only a process alone on its database does it: even then no job runs twice.
+  for (const mode of ['shared', 'alone', 'looks'] as const) {
+    const handOn = mode !== 'looks';
+    it(`runs a backlog of one group at most perGroup at a time across two runners, each job once (${mode})`, {
       timeout: 60_000,
     }, async () => {
       const JOBS = 400;
@@ -382,6 +384,7 @@ describe('the job runner handing a group’s places on as it records (started ru
         ),
       );
       const runs = new Map<number, number>();
+      const byRunner = [0, 0];
       let running = 0;
       let most = 0;
       const work: JobHandler = {
@@ -397,10 +400,28 @@ describe('the job runner handing a group’s places on as it records (started ru
       };
       const other = openDb(test.url);
       others.push(other);
-      const one = start(test.db, work, { perGroup: 4, handOn });
-      const two = start(other, work, { perGroup: 4, handOn });
-      expect(await eventually(async () => (await left()) === 0, 50_000, 50)).toBe(true);
+      const counted = (index: number): JobHandler => ({
+        queue: QUEUE,
+        run: (job) => {
+          byRunner[index]!++;
+          return work.run(job);
+        },
+      });
+      const options = { perGroup: 4, handOn, alone: mode === 'alone' };
+      const one = start(test.db, counted(0), options);
+      const two = start(other, counted(1), options);
+      // What a process's own traffic does (its commits wake it): a look now and then, which finds
+      // the room the other leaves.
+      const traffic = setInterval(() => {
+        one.kick();
+        two.kick();
+      }, 20);
+      const drained = await eventually(async () => (await left()) === 0, 50_000, 50).finally(() =>
+        clearInterval(traffic),
+      );
+      expect(drained).toBe(true);
       expect(runs.size).toBe(JOBS);
+      if (mode === 'shared') expect(Math.min(...byRunner), `jobs by runner: ${byRunner}`).toBeGreaterThan(0);
       expect([...runs.values()].filter((n) => n !== 1)).toEqual([]);
       expect(most).toBeGreaterThan(1);
       expect(most).toBeLessThanOrEqual(4);
@@ -427,7 +448,7 @@ describe('the job runner handing a group’s places on as it records (started ru
         return { done: true };
       },
     };
-    const runner = start(test.db, work, { perGroup: 2, leaseMs: 2000 });
+    const runner = start(test.db, work, { perGroup: 2, leaseMs: 2000, alone: true });
     await eventually(async () => attempts.length >= 4, 10_000, 5);
     quick = false;
     expect(await eventually(async () => (await left()) === 0, 50_000, 50)).toBe(true);

@@ -78,6 +78,9 @@ describe(`webhook deliveries shared by processes (${testEngine}): ${
     }, 10_000);
     expect(found, `delivering processes: ${senders.join(', ')}`).toBe(true);
     hooks.senders = senders;
+    // An endpoint that takes its time (20 ms an answer), so that a backlog builds and the
+    // processes share its places: a quick one is kept up with by whichever process claims first.
+    hooks.answer = () => ({ status: 200, delayMs: 20 });
     const baseline = await lastEventId(store.kysely);
     const started = performance.now();
     const replies = await burst(
