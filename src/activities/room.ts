@@ -23,5 +23,6 @@ export const activitiesRoom = defineRoom({
       services.pointsTransactions,
       services.events,
       services.referrals,
+      services.rewardFulfillments,
     ),
 });

@@ -11,6 +11,7 @@ import type { PointsTransaction } from '../points-transactions/schemas.js';
 import type { PointsTransactionsService } from '../points-transactions/service.js';
 import { checkProperties } from '../properties.js';
 import type { ReferralsService } from '../referrals/service.js';
+import type { RewardFulfillmentsService } from '../reward-fulfillments/service.js';
 import type { Database } from '../storage/schema.js';
 import type { UnitOfWork, Work } from '../storage/unit-of-work.js';
 import { parseTime } from '../time.js';
@@ -50,6 +51,7 @@ export class ActivitiesService {
     private readonly ledger: PointsTransactionsService,
     private readonly events: EventsService,
     private readonly referrals: ReferralsService,
+    private readonly rewardFulfillments: RewardFulfillmentsService,
   ) {}
 
   /**
@@ -120,6 +122,8 @@ export class ActivitiesService {
         credits.push(posted.transaction);
       }
     }
+    // An order that applied the customer's reward codes uses them (the store's own codes are passed over).
+    await this.rewardFulfillments.useOrderCodes(w, accountId, customer.id, input.properties?.discount_codes, time);
     // Last of the work's events: the activity as answered holds every credit. A replay never
     // gets here (its work rolls back on Duplicate, or the idempotency layer does not run it).
     const recorded = toActivity(activity, type, credits);

@@ -135,6 +135,8 @@ const NOTICES: Record<string, string> = {
   disabled: 'Disabled.',
   revoked: 'Revoked: it is refused from now on.',
   adjusted: 'Points adjusted.',
+  used: 'Marked used.',
+  cancelled: 'Cancelled: the points it cost are back on the customer’s balance.',
 };
 
 /** The message of a page's `?notice=`, if it names one. */

@@ -24,6 +24,7 @@ const PRODUCT_FIELDS = [
   'variable_points_step_reward_value',
   'variable_points_min',
   'variable_points_max',
+  'expires_after_days',
   'enabled',
 ];
 const NEW_PRODUCT_FORM: FormView = {
@@ -41,6 +42,7 @@ const NEW_PRODUCT_FORM: FormView = {
     variable_points_step_reward_value: 'Reward value per step',
     variable_points_min: 'Fewest points',
     variable_points_max: 'Most points',
+    expires_after_days: 'Codes expire after (days)',
     enabled: 'Enabled',
   },
   pointFields: ['points_price', 'variable_points_step', 'variable_points_min', 'variable_points_max'],
@@ -97,6 +99,7 @@ const pointsProductsPages: FastifyPluginAsyncTypebox = async (app) => {
           variable_points_step_reward_value: price.variable_points_step_reward_value,
           variable_points_min: price.variable_points_min,
           variable_points_max: price.variable_points_max,
+          expires_after_days: price.expires_after_days,
           reward: { name: reward.name, description: reward.description, image_url: reward.image_url },
         }),
         ...(enabled ? { enabled: 'on' } : {}),
@@ -171,6 +174,10 @@ function productInput(form: Form) {
     image_url: form.text('reward.image_url'),
   };
   const enabled = form.checked('enabled');
+  const days = form.optional('expires_after_days');
+  const expiry = {
+    expires_after_days: days === undefined || days.trim() === '' ? null : form.number('expires_after_days'),
+  };
   if (type === 'variable') {
     return {
       exchange_type: type,
@@ -178,11 +185,12 @@ function productInput(form: Form) {
       variable_points_step_reward_value: form.number('variable_points_step_reward_value'),
       variable_points_min: form.number('variable_points_min'),
       variable_points_max: form.number('variable_points_max'),
+      ...expiry,
       reward,
       enabled,
     };
   }
-  return { exchange_type: type, points_price: form.number('points_price'), reward, enabled };
+  return { exchange_type: type, points_price: form.number('points_price'), ...expiry, reward, enabled };
 }
 
 export default pointsProductsPages;

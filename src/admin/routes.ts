@@ -21,6 +21,7 @@ import pointsProductsPages from './points-products-pages.js';
 import pointsSettingsPages from './points-settings-pages.js';
 import referralSettingsPages from './referral-settings-pages.js';
 import referralsPages from './referrals-pages.js';
+import rewardsPages from './rewards-pages.js';
 import { ADMIN_FILES, CONSOLE_CSP, SECTIONS } from './views.js';
 import vipTiersPages from './vip-tiers-pages.js';
 import webhooksPages from './webhooks-pages.js';
@@ -241,6 +242,7 @@ const adminRoutes: FastifyPluginAsyncTypebox = async (app) => {
   await app.register(pointsProductsPages);
   await app.register(customerPages);
   await app.register(referralsPages);
+  await app.register(rewardsPages);
   await app.register(accessPages);
   await app.register(webhooksPages);
 };

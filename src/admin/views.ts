@@ -44,6 +44,7 @@ export const SECTIONS = [
   { href: '/admin/overview', label: 'Overview' },
   { href: '/admin/customers', label: 'Customers' },
   { href: '/admin/referrals', label: 'Referrals' },
+  { href: '/admin/rewards', label: 'Rewards' },
   { href: '/admin/earning-rules', label: 'Earning rules' },
   { href: '/admin/activity-types', label: 'Activity types' },
   { href: '/admin/vip-tiers', label: 'VIP tiers' },

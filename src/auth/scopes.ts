@@ -14,6 +14,8 @@ export const SCOPE_DESCRIPTIONS = {
   'points_product:read': 'Read the rewards you sell for points (points products)',
   'points_purchase:write': "Spend your customers' points on rewards, issuing reward codes",
   'reward_fulfillment:read': 'Read the rewards issued to your customers, with their codes',
+  'reward_fulfillment:write':
+    "Mark your customers' reward codes used, and cancel unused ones (giving their points back)",
   'referral:read': 'Read your referrals: who referred whom, and the rewards of both',
   'referral:write': "Refer friends with your customers' referral codes, rewarding them",
   'event:read': 'Read the events of your program (what happened), limited to what the other scopes can read',

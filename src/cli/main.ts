@@ -9,6 +9,7 @@ import {
   registerActivityTypeCommands,
   registerPointsProductCommands,
   registerPointsSettingsCommands,
+  registerRewardFulfillmentCommands,
   registerVipTierCommands,
 } from './commands/engine.js';
 import { registerMigrateCommand } from './commands/migrate.js';
@@ -23,7 +24,7 @@ export function buildProgram(): Command {
   const program = new Command('loyalty')
     .description(
       'Administer the loyalty API: accounts, users, credentials, apps, referral settings, earning rules, ' +
-        'activity types, customers, VIP tiers, points settings and points products. Start with `loyalty demo`.\n' +
+        'activity types, customers, VIP tiers, points settings, points products and reward codes. Start with `loyalty demo`.\n' +
         'Uses DATABASE_URL like the server (default sqlite:./data/loyalty.db) and migrates it when needed.',
     )
     .option('--json', 'print exactly one JSON value on stdout')
@@ -40,6 +41,7 @@ export function buildProgram(): Command {
   registerVipTierCommands(program);
   registerPointsSettingsCommands(program);
   registerPointsProductCommands(program);
+  registerRewardFulfillmentCommands(program);
   registerUserCommands(program);
   registerWebhookCommands(program);
   registerReferralCommands(program);

@@ -36,6 +36,9 @@ const EXAMPLES: Record<ErrorCode, { message: string; details?: ErrorDetail[] }> 
   },
   customer_not_member: { message: 'customer 7 is candidate: only members spend points' },
   referral_program_inactive: { message: 'the referral program of this account is not active' },
+  reward_already_used: { message: 'reward fulfillment 9 was used at 2026-03-01T12:00:00.000Z' },
+  reward_expired: { message: 'reward fulfillment 9 expired at 2026-03-01T12:00:00.000Z' },
+  reward_cancelled: { message: 'reward fulfillment 9 is cancelled: it cannot be used' },
   referral_not_allowed: {
     message: 'referral.receiver_customer_email is the email of the customer who refers',
     details: [

@@ -21,6 +21,7 @@ const PRODUCT_COLUMNS = [
   'points_products.variable_points_step_reward_value',
   'points_products.variable_points_min',
   'points_products.variable_points_max',
+  'points_products.expires_after_days',
   'points_products.created_at',
   'points_products.updated_at',
 ] as const;
@@ -253,5 +254,6 @@ function exchangeColumns(input: PointsProductInput) {
     variable_points_step_reward_value: variable?.variable_points_step_reward_value ?? null,
     variable_points_min: variable?.variable_points_min ?? null,
     variable_points_max: variable?.variable_points_max ?? null,
+    expires_after_days: input.expires_after_days ?? null,
   };
 }

@@ -52,6 +52,9 @@ export const PointsProduct = Type.Object(
     variable_points_step_reward_value: NullableInteger('Reward value per step (variable only)'),
     variable_points_min: NullableInteger('Fewest points to spend (variable only)'),
     variable_points_max: NullableInteger('Most points to spend (variable only)'),
+    expires_after_days: NullableInteger(
+      "Days a code it issues can be used (its fulfillment's `expires_at`); null: the codes never expire",
+    ),
     reward: Reward,
     created_at: Type.String({ format: 'date-time' }),
     updated_at: Type.String({ format: 'date-time' }),
@@ -89,6 +92,7 @@ export const PointsProduct = Type.Object(
         variable_points_step_reward_value: null,
         variable_points_min: null,
         variable_points_max: null,
+        expires_after_days: 90,
         reward: {
           id: 4,
           name: '$5 off coupon',
@@ -136,6 +140,19 @@ const RewardInput = Type.Object(
 
 const common = {
   reward: RewardInput,
+  expires_after_days: Type.Optional(
+    Type.Union(
+      [
+        Type.Integer({
+          minimum: 1,
+          maximum: 3650,
+          description: 'Days a code it issues can be used, 1 to 3,650; null or left out: forever',
+        }),
+        Type.Null(),
+      ],
+      { description: 'Days a code it issues can be used, 1 to 3,650; null or left out: forever' },
+    ),
+  ),
   enabled: Type.Optional(Type.Boolean({ description: 'Listed and purchasable (default true)' })),
 };
 const nulls = (names: string[]) => Object.fromEntries(names.map((name) => [name, Type.Optional(Type.Null())]));

@@ -221,6 +221,7 @@ export class PointsProductsService {
       customerId: customer.id,
       pointsPurchaseId: purchase.id,
       reward: { name: reward.name, imageUrl: reward.image_url },
+      expiresAfterDays: product.expires_after_days,
     });
     const bought: PointsPurchase = {
       id: purchase.id,
@@ -285,6 +286,7 @@ function toPointsProduct({ product, reward }: StoredProduct, labels: PointsSetti
     variable_points_step_reward_value: product.variable_points_step_reward_value,
     variable_points_min: product.variable_points_min,
     variable_points_max: product.variable_points_max,
+    expires_after_days: product.expires_after_days,
     reward: {
       id: reward.id,
       name: reward.name,

@@ -35,6 +35,7 @@ const insertTransactionQuery = compiledQuery((db, v: NewPointsTransaction) =>
         'created_at',
         'updated_at',
         'created_by_user_id',
+        'counts_as_earned',
       ]),
     )
     .returningAll(),

@@ -49,6 +49,8 @@ export interface LedgerEntry {
   occurredAt?: number;
   /** The console user who made a manual adjustment (kept for the console; never in the API's answer). */
   createdByUserId?: number;
+  /** False for a credit that gives back what was spent (a cancelled reward's refund): not earned, no VIP progress. */
+  countsAsEarned?: boolean;
 }
 
 /** What posting an entry did: the transaction written and the customer after it (their new balance, points earned and tier). */
@@ -99,7 +101,8 @@ export class PointsTransactionsService {
   async post(w: Work, customer: LockedCustomer, entry: LedgerEntry): Promise<Posted> {
     const balance = customer.pointsBalance + entry.pointsChange;
     if (balance < 0) throw insufficientPoints(customer, entry.pointsChange);
-    const earned = customer.pointsEarned + Math.max(entry.pointsChange, 0);
+    const counts = entry.countsAsEarned !== false;
+    const earned = customer.pointsEarned + (counts ? Math.max(entry.pointsChange, 0) : 0);
     if (balance > MAX_BALANCE || earned > MAX_BALANCE) {
       throw invalidParameter('points_change', `would take customer ${customer.id}'s points above ${MAX_BALANCE}`);
     }
@@ -116,8 +119,9 @@ export class PointsTransactionsService {
       created_at: w.now,
       updated_at: w.now,
       created_by_user_id: entry.createdByUserId ?? null,
+      counts_as_earned: counts ? 1 : 0,
     });
-    const moved = entry.pointsChange > 0 ? await this.vipTiers.place(w, customer) : undefined;
+    const moved = counts && entry.pointsChange > 0 ? await this.vipTiers.place(w, customer) : undefined;
     // What the database now holds: the ledger's trigger moved the balance, points earned and
     // updated_at (to the entry's created_at, the work's time); a move set the tier.
     const after: LockedCustomer = {

@@ -12,5 +12,13 @@ declare module '../services.js' {
 export const rewardFulfillmentsRoom = defineRoom({
   name: 'rewardFulfillments',
   routes,
-  service: ({ clock, db, services }) => new RewardFulfillmentsService(db.kysely, clock, services.events),
+  service: ({ clock, db, uow, services }) =>
+    new RewardFulfillmentsService(
+      db.kysely,
+      clock,
+      services.events,
+      services.customers,
+      services.pointsTransactions,
+      uow,
+    ),
 });

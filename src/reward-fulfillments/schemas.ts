@@ -6,7 +6,10 @@ export const FulfillmentStatus = StringEnum(
   ['pending', 'issued', 'cancelled', 'failed'],
   'Whether the reward is available to the customer',
 );
-export const UsageStatus = StringEnum(['used', 'unused', 'untracked'], 'Whether the customer has used the reward');
+export const UsageStatus = StringEnum(
+  ['used', 'unused', 'expired', 'untracked'],
+  'Whether the customer has used the reward; `expired`: unused, past its `expires_at`',
+);
 
 /** A fulfillment as the API shows it: the schema's example, and the events' (src/events/schemas.ts). */
 export const REWARD_FULFILLMENT_EXAMPLE = {
@@ -21,7 +24,7 @@ export const REWARD_FULFILLMENT_EXAMPLE = {
   usage_instructions: null,
   terms_and_conditions: null,
   expires_at: null,
-  usage_status: 'untracked',
+  usage_status: 'unused',
   used_at: null,
   created_at: '2026-01-06T09:15:00.000Z',
   updated_at: '2026-01-06T09:15:00.000Z',
@@ -43,9 +46,14 @@ export const RewardFulfillment = Type.Object(
     action_url: Type.Union([Type.String(), Type.Null()], { description: 'Where to use it; null' }),
     usage_instructions: Type.Union([Type.String(), Type.Null()], { description: 'How to use it; null' }),
     terms_and_conditions: Type.Union([Type.String(), Type.Null()], { description: 'Its restrictions; null' }),
-    expires_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], { description: 'null: never expires' }),
+    expires_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
+      description:
+        "When the code stops being usable (its product's `expires_after_days` after it was issued); null: never",
+    }),
     usage_status: UsageStatus,
-    used_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], { description: 'When it was used; null' }),
+    used_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
+      description: 'When it was used; null while it was not',
+    }),
     created_at: Type.String({ format: 'date-time' }),
     updated_at: Type.String({ format: 'date-time' }),
   },
@@ -63,8 +71,33 @@ export const RewardFulfillmentsPage = Type.Object(
 );
 export type RewardFulfillmentsPage = Static<typeof RewardFulfillmentsPage>;
 
+export const RewardFulfillmentResponse = Type.Object({ reward_fulfillment: RewardFulfillment });
+export type RewardFulfillmentResponse = Static<typeof RewardFulfillmentResponse>;
+
+export const RewardFulfillmentParams = Type.Object({ id: Id('Identifier of the reward fulfillment') });
+
+export const UseBody = Type.Object(
+  {
+    used_at: Type.Optional(
+      Type.String({
+        format: 'date-time',
+        description: 'When it was used (ISO 8601), not in the future nor before it was issued; now when left out',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type UseBody = Static<typeof UseBody>;
+
 export const RewardFulfillmentsQuery = Type.Object({
   ...pageParams('reward fulfillments'),
+  code: Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: 100,
+      description: 'Only the fulfillment with this code: exact, but case, spaces and dashes do not matter',
+    }),
+  ),
   customer_id: Type.Optional(Id('Only the fulfillments of this customer')),
   fulfillment_status: Type.Optional(FulfillmentStatus),
   usage_status: Type.Optional(UsageStatus),

@@ -356,6 +356,8 @@ export interface PointsTransactionsTable {
   updated_at: number;
   /** The console user who posted a manual adjustment; null for the API's and the engine's entries. */
   created_by_user_id: Generated<number | null>;
+  /** 0 for an entry that does not count towards points earned (a cancelled reward's refund); else 1. */
+  counts_as_earned: Generated<number>;
 }
 
 export interface PointsSettingsTable {
@@ -398,6 +400,8 @@ export interface PointsProductsTable {
   variable_points_step_reward_value: number | null;
   variable_points_min: number | null;
   variable_points_max: number | null;
+  /** Days its codes can be used after they are issued; null: forever. */
+  expires_after_days: Generated<number | null>;
   created_at: number;
   updated_at: number;
 }
@@ -423,7 +427,12 @@ export interface RewardFulfillmentsTable {
   code: string;
   image_url: string;
   fulfillment_status: 'pending' | 'issued' | 'cancelled' | 'failed';
+  /** Stored as used or unused; `expired` is read from expires_at, never stored. */
   usage_status: 'used' | 'unused' | 'untracked';
+  /** When it was used (ms); null while unused. */
+  used_at: Generated<number | null>;
+  /** When it stops being usable (ms); null: never. */
+  expires_at: Generated<number | null>;
   created_at: number;
   updated_at: number;
 }

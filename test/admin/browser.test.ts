@@ -268,7 +268,17 @@ describe.runIf(runnable)(`the merchant console in a real browser (Chromium, serv
         description: 'Goodwill for a parcel that arrived three weeks late and damaged',
         internal_note: 'Ticket 123456789: escalated by the head of customer support',
       });
-      return { rule: (rules[0] as { id: number }).id, tier: tier.id, product: product.id, customer: customer.id };
+      const bought = await services.pointsProducts.purchase(accountId, product.id, {
+        customer_id: customer.id,
+        points_to_spend: 100,
+      });
+      return {
+        rule: (rules[0] as { id: number }).id,
+        tier: tier.id,
+        product: product.id,
+        customer: customer.id,
+        reward: bought.reward_fulfillment.id,
+      };
     });
     const phone = await (browser as Browser).newContext({ viewport: { width: 375, height: 740 }, isMobile: true });
     await phone.addCookies(await context.cookies());
@@ -281,6 +291,8 @@ describe.runIf(runnable)(`the merchant console in a real browser (Chromium, serv
       '/admin/customers',
       `/admin/customers/${ids.customer}`,
       '/admin/referrals',
+      '/admin/rewards',
+      `/admin/rewards/${ids.reward}/cancel`,
       '/admin/earning-rules',
       '/admin/earning-rules/new',
       `/admin/earning-rules/${ids.rule}`,

@@ -337,11 +337,51 @@ export interface paths {
         };
         /**
          * List the rewards issued to the customers of the account, newest first
-         * @description Keyset pages in `id` descending order. Filters: `customer_id`, `fulfillment_status`, `usage_status`, `updated_at_min`. A cursor carries its filters: sending it with other filters is `400 invalid_cursor`.
+         * @description Keyset pages in `id` descending order. Filters: `code` (finds a code a checkout was given: exact, but case, spaces and dashes do not matter), `customer_id`, `fulfillment_status`, `usage_status`, `updated_at_min`. A cursor carries its filters: sending it with other filters is `400 invalid_cursor`.
          */
         get: operations["listRewardFulfillments"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/reward_fulfillments/{id}/use": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Mark a reward code used
+         * @description Marks an issued, unused code used, at `used_at` (now when left out), exactly once however many uses race: the others are `409 reward_already_used`. A cancelled code is `422 reward_cancelled`, an expired one `422 reward_expired`; nothing is written then. The body is optional. Send an `Idempotency-Key` to retry safely.
+         */
+        post: operations["useRewardFulfillment"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/reward_fulfillments/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel an unused reward code and give its points back
+         * @description Cancels an issued, unused, unexpired code (`fulfillment_status` `cancelled`) and gives back the points its purchase spent, as one points transaction described `Refund: <reward name>` that does not count as earned. Exactly once however many cancels race. Any other code is `409 reward_already_used`, writing nothing. No body. Send an `Idempotency-Key` to retry safely.
+         */
+        post: operations["cancelRewardFulfillment"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1283,6 +1323,7 @@ export interface components {
          *       "variable_points_step_reward_value": null,
          *       "variable_points_min": null,
          *       "variable_points_max": null,
+         *       "expires_after_days": 90,
          *       "reward": {
          *         "id": 4,
          *         "name": "$5 off coupon",
@@ -1326,7 +1367,7 @@ export interface components {
          *       "usage_instructions": null,
          *       "terms_and_conditions": null,
          *       "expires_at": null,
-         *       "usage_status": "untracked",
+         *       "usage_status": "unused",
          *       "used_at": null,
          *       "created_at": "2026-01-06T09:15:00.000Z",
          *       "updated_at": "2026-01-06T09:15:00.000Z"
@@ -1356,14 +1397,14 @@ export interface components {
             usage_instructions: string | null;
             /** @description Its restrictions; null */
             terms_and_conditions: string | null;
-            /** @description null: never expires */
+            /** @description When the code stops being usable (its product's `expires_after_days` after it was issued); null: never */
             expires_at: string | null;
             /**
-             * @description Whether the customer has used the reward
+             * @description Whether the customer has used the reward; `expired`: unused, past its `expires_at`
              * @enum {string}
              */
-            usage_status: "used" | "unused" | "untracked";
-            /** @description When it was used; null */
+            usage_status: "used" | "unused" | "expired" | "untracked";
+            /** @description When it was used; null while it was not */
             used_at: string | null;
             /** Format: date-time */
             created_at: string;
@@ -1463,7 +1504,7 @@ export interface components {
          *           "usage_instructions": null,
          *           "terms_and_conditions": null,
          *           "expires_at": null,
-         *           "usage_status": "untracked",
+         *           "usage_status": "unused",
          *           "used_at": null,
          *           "created_at": "2026-01-06T09:15:00.000Z",
          *           "updated_at": "2026-01-06T09:15:00.000Z"
@@ -1862,6 +1903,7 @@ export interface components {
          *       "variable_points_step_reward_value": null,
          *       "variable_points_min": null,
          *       "variable_points_max": null,
+         *       "expires_after_days": 90,
          *       "reward": {
          *         "id": 4,
          *         "name": "$5 off coupon",
@@ -1894,6 +1936,8 @@ export interface components {
             variable_points_min: null;
             /** @description Most points to spend (variable only) */
             variable_points_max: null;
+            /** @description Days a code it issues can be used (its fulfillment's `expires_at`); null: the codes never expire */
+            expires_after_days: number | null;
             reward: components["schemas"]["Reward"];
             /** Format: date-time */
             created_at: string;
@@ -1921,6 +1965,8 @@ export interface components {
             variable_points_min: number;
             /** @description Most points to spend (variable only) */
             variable_points_max: number;
+            /** @description Days a code it issues can be used (its fulfillment's `expires_at`); null: the codes never expire */
+            expires_after_days: number | null;
             reward: components["schemas"]["Reward"];
             /** Format: date-time */
             created_at: string;
@@ -6577,6 +6623,7 @@ export interface operations {
                      *         "variable_points_step_reward_value": null,
                      *         "variable_points_min": null,
                      *         "variable_points_max": null,
+                     *         "expires_after_days": 90,
                      *         "reward": {
                      *           "id": 4,
                      *           "name": "$5 off coupon",
@@ -7427,12 +7474,14 @@ export interface operations {
                 limit?: number;
                 /** @description `next_cursor` or `previous_cursor` of an earlier response; omit for the first page. An empty value is refused (`""` in metadata means there is no such page). */
                 cursor?: string;
+                /** @description Only the fulfillment with this code: exact, but case, spaces and dashes do not matter */
+                code?: string;
                 /** @description Only the fulfillments of this customer */
                 customer_id?: number;
                 /** @description Whether the reward is available to the customer */
                 fulfillment_status?: "pending" | "issued" | "cancelled" | "failed";
-                /** @description Whether the customer has used the reward */
-                usage_status?: "used" | "unused" | "untracked";
+                /** @description Whether the customer has used the reward; `expired`: unused, past its `expires_at` */
+                usage_status?: "used" | "unused" | "expired" | "untracked";
                 /** @description Only reward fulfillments updated at or after this time (ISO 8601 date-time with an offset, such as 2026-01-31T00:00:00Z) */
                 updated_at_min?: string;
             };
@@ -7572,6 +7621,1033 @@ export interface operations {
                              * @enum {string}
                              */
                             code: "insufficient_scope" | "oauth_token_required" | "https_required";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description rate_limited: over the credential rate limit, or too many failed authentications (see Retry-After) */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "rate_limited",
+                     *         "message": "rate limit of 10 requests per second exceeded; retry after 1 second",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "rate_limited";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "internal_error",
+                     *         "message": "an internal error occurred; quote the request id when reporting it",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "internal_error";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description unavailable: overloaded or the database is unreachable (see Retry-After) */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "unavailable",
+                     *         "message": "the service is temporarily unavailable; retry shortly",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "unavailable";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+        };
+    };
+    useRewardFulfillment: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description 1 to 255 printable ASCII characters. Within 24 hours the same key with the same body replays the first answer and writes nothing; with another body it is `409 idempotency_key_reused`. */
+                "idempotency-key"?: string;
+            };
+            path: {
+                /** @description Identifier of the reward fulfillment */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * Format: date-time
+                     * @description When it was used (ISO 8601), not in the future nor before it was issued; now when left out
+                     */
+                    used_at?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The fulfillment, used */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "reward_fulfillment": {
+                     *         "id": 9,
+                     *         "name": "$5 off coupon",
+                     *         "code": "K7MP2XQ9RT4WBN3H",
+                     *         "customer_id": 7,
+                     *         "fulfillment_status": "issued",
+                     *         "image_url": "https://cdn.example.com/rewards/5-off.png",
+                     *         "action_text": null,
+                     *         "action_url": null,
+                     *         "usage_instructions": null,
+                     *         "terms_and_conditions": null,
+                     *         "expires_at": null,
+                     *         "usage_status": "unused",
+                     *         "used_at": null,
+                     *         "created_at": "2026-01-06T09:15:00.000Z",
+                     *         "updated_at": "2026-01-06T09:15:00.000Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        reward_fulfillment: components["schemas"]["RewardFulfillment"];
+                    };
+                };
+            };
+            /** @description invalid_parameter or invalid_request */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "invalid_parameter",
+                     *         "message": "used_at must not be in the future",
+                     *         "details": [
+                     *           {
+                     *             "field": "used_at",
+                     *             "message": "must not be in the future"
+                     *           }
+                     *         ],
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "invalid_parameter" | "invalid_request";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description unauthorized: missing, unknown, revoked or expired credential */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "unauthorized",
+                     *         "message": "the credential is unknown, revoked or expired",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "unauthorized";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description insufficient_scope, oauth_token_required or https_required */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "insufficient_scope",
+                     *         "message": "this credential lacks the scope customer:read",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "insufficient_scope" | "oauth_token_required" | "https_required";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description not_found: no reward fulfillment with this id in the account */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "not_found",
+                     *         "message": "reward fulfillment 42 does not exist",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "not_found";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description reward_already_used (nothing was written), or idempotency_key_reused */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "reward_already_used",
+                     *         "message": "reward fulfillment 9 was used at 2026-03-01T12:00:00.000Z",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "reward_already_used" | "idempotency_key_reused";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description payload_too_large: the body is larger than 64 KiB */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "payload_too_large",
+                     *         "message": "the request body is larger than 64 KiB",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "payload_too_large";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description unsupported_media_type: the body is not sent as application/json */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "unsupported_media_type",
+                     *         "message": "the request body must be sent with Content-Type: application/json",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "unsupported_media_type";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description reward_expired or reward_cancelled; nothing was written */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "reward_expired",
+                     *         "message": "reward fulfillment 9 expired at 2026-03-01T12:00:00.000Z",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "reward_expired" | "reward_cancelled";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description rate_limited: over the credential rate limit, or too many failed authentications (see Retry-After) */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "rate_limited",
+                     *         "message": "rate limit of 10 requests per second exceeded; retry after 1 second",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "rate_limited";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "internal_error",
+                     *         "message": "an internal error occurred; quote the request id when reporting it",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "internal_error";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description unavailable: overloaded or the database is unreachable (see Retry-After) */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "unavailable",
+                     *         "message": "the service is temporarily unavailable; retry shortly",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "unavailable";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+        };
+    };
+    cancelRewardFulfillment: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description 1 to 255 printable ASCII characters. Within 24 hours the same key with the same body replays the first answer and writes nothing; with another body it is `409 idempotency_key_reused`. */
+                "idempotency-key"?: string;
+            };
+            path: {
+                /** @description Identifier of the reward fulfillment */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The fulfillment, cancelled */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "reward_fulfillment": {
+                     *         "id": 9,
+                     *         "name": "$5 off coupon",
+                     *         "code": "K7MP2XQ9RT4WBN3H",
+                     *         "customer_id": 7,
+                     *         "fulfillment_status": "issued",
+                     *         "image_url": "https://cdn.example.com/rewards/5-off.png",
+                     *         "action_text": null,
+                     *         "action_url": null,
+                     *         "usage_instructions": null,
+                     *         "terms_and_conditions": null,
+                     *         "expires_at": null,
+                     *         "usage_status": "unused",
+                     *         "used_at": null,
+                     *         "created_at": "2026-01-06T09:15:00.000Z",
+                     *         "updated_at": "2026-01-06T09:15:00.000Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        reward_fulfillment: components["schemas"]["RewardFulfillment"];
+                    };
+                };
+            };
+            /** @description invalid_parameter, invalid_cursor or invalid_request */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "invalid_parameter",
+                     *         "message": "limit must be an integer from 1 to 250",
+                     *         "details": [
+                     *           {
+                     *             "field": "limit",
+                     *             "message": "must be an integer from 1 to 250"
+                     *           }
+                     *         ],
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "invalid_parameter" | "invalid_cursor" | "invalid_request";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description unauthorized: missing, unknown, revoked or expired credential */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "unauthorized",
+                     *         "message": "the credential is unknown, revoked or expired",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "unauthorized";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description insufficient_scope, oauth_token_required or https_required */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "insufficient_scope",
+                     *         "message": "this credential lacks the scope customer:read",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "insufficient_scope" | "oauth_token_required" | "https_required";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description not_found: no reward fulfillment with this id in the account */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "not_found",
+                     *         "message": "reward fulfillment 42 does not exist",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "not_found";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description reward_already_used (nothing was written), or idempotency_key_reused */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "reward_already_used",
+                     *         "message": "reward fulfillment 9 was used at 2026-03-01T12:00:00.000Z",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "reward_already_used" | "idempotency_key_reused";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description payload_too_large: the body is larger than 64 KiB */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "payload_too_large",
+                     *         "message": "the request body is larger than 64 KiB",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "payload_too_large";
+                            /** @description What went wrong, for a person; the wording may change */
+                            message: string;
+                            /** @description Equal to the X-Request-Id response header. */
+                            request_id: string;
+                            /** @description Present for validation errors: one entry per failing field. */
+                            details?: {
+                                /** @description The failing field: its dotted path in the body, or its name */
+                                field: string;
+                                /** @description What is wrong with it */
+                                message: string;
+                                /** @description Why a rule refused the request, as a code (`referral_not_allowed`: self_referral, existing_customer, already_referred, sender_limit) */
+                                reason?: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description unsupported_media_type: the body is not sent as application/json */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "unsupported_media_type",
+                     *         "message": "the request body must be sent with Content-Type: application/json",
+                     *         "request_id": "5d0a9c1e-4b7f-4f57-9d47-0c2f0f6f3c11"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        error: {
+                            /**
+                             * @description Machine-readable error code, one HTTP status each (the contract table)
+                             * @enum {string}
+                             */
+                            code: "unsupported_media_type";
                             /** @description What went wrong, for a person; the wording may change */
                             message: string;
                             /** @description Equal to the X-Request-Id response header. */
@@ -9188,7 +10264,7 @@ export interface operations {
                      *             "usage_instructions": null,
                      *             "terms_and_conditions": null,
                      *             "expires_at": null,
-                     *             "usage_status": "untracked",
+                     *             "usage_status": "unused",
                      *             "used_at": null,
                      *             "created_at": "2026-01-06T09:15:00.000Z",
                      *             "updated_at": "2026-01-06T09:15:00.000Z"
@@ -13845,7 +14921,7 @@ export interface operations {
                  *           "usage_instructions": null,
                  *           "terms_and_conditions": null,
                  *           "expires_at": null,
-                 *           "usage_status": "untracked",
+                 *           "usage_status": "unused",
                  *           "used_at": null,
                  *           "created_at": "2026-01-06T09:15:00.000Z",
                  *           "updated_at": "2026-01-06T09:15:00.000Z"
@@ -13925,7 +15001,7 @@ export interface operations {
                  *           "usage_instructions": null,
                  *           "terms_and_conditions": null,
                  *           "expires_at": null,
-                 *           "usage_status": "untracked",
+                 *           "usage_status": "unused",
                  *           "used_at": null,
                  *           "created_at": "2026-01-06T09:15:00.000Z",
                  *           "updated_at": "2026-01-06T09:15:00.000Z"

@@ -121,6 +121,14 @@ const fixedProduct = async (price: number) =>
     })) as PointsProduct
   ).id;
 
+/** A customer with 500 points who bought one code: their id and the fulfillment's. */
+const boughtCode = async () => {
+  const jane = await newCustomer();
+  await give(jane, 500);
+  const bought = await t.services.pointsProducts.purchase(a.accountId, await fixedProduct(100), { customer_id: jane });
+  return { jane, fulfillment: bought.reward_fulfillment.id };
+};
+
 /** A running referral program (the Order activity type qualifies, earning `orderPoints`); its sender Jane. */
 async function referralProgram(extra: Record<string, unknown> = {}, orderPoints = 0) {
   const { token } = await program(t.services, a.accountId, (tk) =>
@@ -300,6 +308,55 @@ const cases: Case[] = [
         ['points_transaction.created', { points_transaction: points_transactions[0], customer: await customer(jane!) }],
         ['reward_fulfillment.created', { reward_fulfillment: points_purchase.reward_fulfillment }],
         ['points_purchase.created', { points_purchase }],
+      ];
+    },
+  },
+  {
+    door: 'API',
+    name: 'a code used: reward_fulfillment.updated',
+    setup: () => boughtCode(),
+    change: async ({ fulfillment }) => {
+      const { reward_fulfillment } = await api('POST', `/v1/reward_fulfillments/${fulfillment}/use`);
+      expect(reward_fulfillment.usage_status).toBe('used');
+      return [['reward_fulfillment.updated', { reward_fulfillment }]];
+    },
+  },
+  {
+    door: 'API',
+    name: 'a code cancelled: reward_fulfillment.updated, then the refund’s points_transaction.created',
+    setup: () => boughtCode(),
+    change: async ({ jane, fulfillment }) => {
+      const { reward_fulfillment } = await api('POST', `/v1/reward_fulfillments/${fulfillment}/cancel`);
+      const { points_transactions } = await api('GET', `/v1/points_transactions?customer_id=${jane}&limit=1`);
+      expect(points_transactions[0]).toMatchObject({ points_change: 100, description: 'Refund: $5 off' });
+      return [
+        ['reward_fulfillment.updated', { reward_fulfillment }],
+        ['points_transaction.created', { points_transaction: points_transactions[0], customer: await customer(jane!) }],
+      ];
+    },
+  },
+  {
+    door: 'API',
+    name: "an order that applied the customer's code: reward_fulfillment.updated, activity.created",
+    setup: async () => {
+      await program(t.services, a.accountId, () => []);
+      return boughtCode();
+    },
+    change: async ({ jane, fulfillment }) => {
+      const { token } = (await t.services.activityTypes.list(a.accountId))[0]!;
+      const { code } = await t.db.kysely
+        .selectFrom('reward_fulfillments')
+        .select('code')
+        .where('id', '=', fulfillment!)
+        .executeTakeFirstOrThrow();
+      const { activity } = await api('POST', '/v1/activities', {
+        activity: { token, customer_id: jane, properties: { discount_codes: [code] } },
+      });
+      const { reward_fulfillments } = await api('GET', `/v1/reward_fulfillments?code=${code}`);
+      expect(reward_fulfillments[0].usage_status).toBe('used');
+      return [
+        ['reward_fulfillment.updated', { reward_fulfillment: reward_fulfillments[0] }],
+        ['activity.created', { activity }],
       ];
     },
   },

@@ -71,7 +71,7 @@ export async function unbalancedCustomers(db: Kysely<Database>): Promise<unknown
   const { rows } = await sql<Record<string, unknown>>`
     select c.id, c.points_balance, c.points_earned,
            coalesce(sum(t.points_change), 0) as ledger,
-           coalesce(sum(case when t.points_change > 0 then t.points_change else 0 end), 0) as credits
+           coalesce(sum(case when t.points_change > 0 and t.counts_as_earned = 1 then t.points_change else 0 end), 0) as credits
     from customers c left join points_transactions t on t.customer_id = c.id
     group by c.id, c.points_balance, c.points_earned`.execute(db);
   return rows.filter(

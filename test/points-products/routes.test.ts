@@ -76,6 +76,7 @@ describe('GET /v1/points_products and /v1/points_products/{id}', () => {
       variable_points_step_reward_value: null,
       variable_points_min: null,
       variable_points_max: null,
+      expires_after_days: null,
       reward: {
         id: expect.any(Number),
         name: '$5 off',

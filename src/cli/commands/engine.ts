@@ -1,7 +1,9 @@
 import type { Command } from 'commander';
 import type { ActivityType } from '../../activity-types/schemas.js';
 import type { Customer } from '../../customers/schemas.js';
+import { invalidParameter } from '../../errors.js';
 import type { StoredPointsProduct } from '../../points-products/service.js';
+import type { RewardFulfillment } from '../../reward-fulfillments/schemas.js';
 import type { VipTier } from '../../vip-tiers/schemas.js';
 import { lines, parseId, readJsonFile, run } from '../context.js';
 
@@ -235,4 +237,75 @@ export function registerPointsProductCommands(program: Command): void {
         ),
       );
   }
+}
+
+/** `reward-fulfillments list | use | cancel`: what a store's staff do with a code at the till. */
+export function registerRewardFulfillmentCommands(program: Command): void {
+  const fulfillments = program
+    .command('reward-fulfillments')
+    .description("an account's issued rewards (codes): find one, mark it used, cancel it and give its points back");
+  fulfillments
+    .command('list')
+    .description("list an account's reward fulfillments, newest first (the API's first page)")
+    .requiredOption('--account <id>', 'the account')
+    .option('--code <code>', 'only the one with this code (case, spaces and dashes do not matter)')
+    .option('--customer <id>', "only this customer's")
+    .option('--limit <n>', 'how many, 1 to 250 (default 50)')
+    .action((opts: { account: string; code?: string; customer?: string; limit?: string }, cmd: Command) =>
+      run(
+        cmd,
+        async ({ services }) =>
+          (
+            await services.rewardFulfillments.page(parseId(opts.account, 'account'), {
+              ...(opts.code === undefined ? {} : { code: opts.code }),
+              ...(opts.customer === undefined ? {} : { customer_id: parseId(opts.customer, 'customer') }),
+              ...(opts.limit === undefined ? {} : { limit: parseLimit(opts.limit) }),
+            })
+          ).reward_fulfillments,
+        (all: RewardFulfillment[]) => all.map(fulfillmentLine).join('\n') || '(no reward fulfillments)',
+      ),
+    );
+  fulfillments
+    .command('use')
+    .description('mark a code used (once: a used code is refused, as a cancelled or expired one)')
+    .argument('<id>', 'the reward fulfillment id')
+    .requiredOption('--account <id>', 'the account it belongs to')
+    .option('--used-at <time>', 'when it was used (ISO 8601); now when left out')
+    .action((id: string, opts: { account: string; usedAt?: string }, cmd: Command) =>
+      run(
+        cmd,
+        ({ services }) =>
+          services.rewardFulfillments.use(
+            parseId(opts.account, 'account'),
+            parseId(id),
+            opts.usedAt === undefined ? {} : { used_at: opts.usedAt },
+          ),
+        (f: RewardFulfillment) => `reward fulfillment ${f.id} used at ${f.used_at}: ${f.code} (${f.name})`,
+      ),
+    );
+  fulfillments
+    .command('cancel')
+    .description('cancel an unused code and give back the points it cost (once)')
+    .argument('<id>', 'the reward fulfillment id')
+    .requiredOption('--account <id>', 'the account it belongs to')
+    .action((id: string, opts: { account: string }, cmd: Command) =>
+      run(
+        cmd,
+        ({ services }) => services.rewardFulfillments.cancel(parseId(opts.account, 'account'), parseId(id)),
+        (f: RewardFulfillment) => `reward fulfillment ${f.id} cancelled: ${f.code} (${f.name}); its points are back`,
+      ),
+    );
+}
+
+/** A fulfillment on one line of text. */
+function fulfillmentLine(f: RewardFulfillment): string {
+  const expires = f.expires_at === null ? 'never expires' : `expires ${f.expires_at}`;
+  return `${f.id}\t${f.code}\t${f.fulfillment_status}/${f.usage_status}\tcustomer ${f.customer_id}\t${f.name}\t${expires}`;
+}
+
+/** `--limit` as the API reads it: an integer from 1 to 250, else refused by name. */
+function parseLimit(value: string): number {
+  const n = Number(value);
+  if (!/^\d+$/.test(value) || n < 1 || n > 250) throw invalidParameter('limit', 'must be an integer from 1 to 250');
+  return n;
 }

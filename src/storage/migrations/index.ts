@@ -16,6 +16,7 @@ import * as eventsWebhooksJobs from './2026-11-25T2000-events-webhooks-jobs.js';
 import * as vipTierChanges from './2026-11-25T2100-vip-tier-changes.js';
 import * as jobsLeased from './2026-11-27T0000-jobs-leased.js';
 import * as referrals from './2026-11-27T0100-referrals.js';
+import * as rewardUsage from './2026-11-27T1000-reward-usage.js';
 
 /** Every migration, by name; names sort in the order they run. */
 export const migrations: Record<string, Migration> = {
@@ -36,4 +37,5 @@ export const migrations: Record<string, Migration> = {
   '2026-11-25T2100-vip-tier-changes': vipTierChanges,
   '2026-11-27T0000-jobs-leased': jobsLeased,
   '2026-11-27T0100-referrals': referrals,
+  '2026-11-27T1000-reward-usage': rewardUsage,
 };
