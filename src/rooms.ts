@@ -11,6 +11,7 @@ import { eventsRoom } from './events/room.js';
 import { idempotencyRoom } from './idempotency/room.js';
 import { jobsRoom } from './jobs/room.js';
 import { oauthRoom } from './oauth/room.js';
+import { pointsExpiryRoom } from './points-expiry/room.js';
 import { pointsProductsRoom } from './points-products/room.js';
 import { pointsSettingsRoom } from './points-settings/room.js';
 import { pointsTransactionsRoom } from './points-transactions/room.js';
@@ -37,6 +38,7 @@ export const rooms: readonly Room[] = [
   pointsTransactionsRoom,
   vipTiersRoom,
   pointsSettingsRoom,
+  pointsExpiryRoom,
   pointsProductsRoom,
   rewardFulfillmentsRoom,
   referralsRoom,

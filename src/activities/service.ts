@@ -100,6 +100,8 @@ export class ActivitiesService {
       updated_at: w.now,
     });
     if (!activity) throw new Duplicate();
+    // The database's trigger marked the customer active at the activity's recording.
+    customer = { ...customer, lastActiveAt: Math.max(customer.lastActiveAt ?? w.now, w.now) };
 
     const credits: PointsTransaction[] = [];
     // Only members earn; an activity of anyone else is recorded and credits nothing.

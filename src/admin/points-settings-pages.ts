@@ -7,8 +7,12 @@ const POINTS_SETTINGS_FORM: FormView = {
   view: 'points-settings',
   title: 'Points settings',
   root: 'points_settings',
-  fields: ['points_label.one', 'points_label.other'],
-  labels: { 'points_label.one': 'One point is called', 'points_label.other': 'Several points are called' },
+  fields: ['points_label.one', 'points_label.other', 'points_expiry.inactivity_days'],
+  labels: {
+    'points_label.one': 'One point is called',
+    'points_label.other': 'Several points are called',
+    'points_expiry.inactivity_days': 'Balances expire after (days without activity)',
+  },
 };
 
 /** Points settings: what the account calls its points. */
@@ -20,7 +24,7 @@ const pointsSettingsPages: FastifyPluginAsyncTypebox = async (app) => {
     return sendPage(reply, request, 200, POINTS_SETTINGS_FORM.view, {
       title: POINTS_SETTINGS_FORM.title,
       fieldLabels: POINTS_SETTINGS_FORM.labels,
-      values: flatten(settings),
+      values: flatten({ points_label: settings.points_label, points_expiry: settings.points_expiry ?? {} }),
       notice: noticeFor(request.query.notice),
     });
   });
@@ -31,8 +35,10 @@ const pointsSettingsPages: FastifyPluginAsyncTypebox = async (app) => {
       ...POINTS_SETTINGS_FORM,
       values: request.body,
       save: async () => {
+        const days = form.optional('points_expiry.inactivity_days')?.trim() ?? '';
         await pointsSettings.set(request.console!.user.accountId, {
           points_label: { one: form.text('points_label.one'), other: form.text('points_label.other') },
+          points_expiry: days === '' ? null : { inactivity_days: form.number('points_expiry.inactivity_days') },
         });
         return '/admin/points-settings?notice=saved';
       },

@@ -18,6 +18,10 @@ export interface StoredCustomer {
   /** The referral code (a member's; null for a customer who never was one). */
   readonly referralCode: string | null;
   readonly vipTierId: number | null;
+  /** When their last points transaction or activity was recorded; null: never. */
+  readonly lastActiveAt: number | null;
+  /** The lastActiveAt their points-expiry reminder was sent for; null: none yet. */
+  readonly expiryRemindedFor: number | null;
   readonly createdAt: number;
   readonly updatedAt: number;
 }
@@ -289,6 +293,8 @@ function toStoredCustomer(row: CustomerRow): StoredCustomer {
     pointsEarned: row.points_earned,
     referralCode: row.referral_code,
     vipTierId: row.vip_tier_id,
+    lastActiveAt: row.last_active_at === null ? null : Number(row.last_active_at),
+    expiryRemindedFor: row.expiry_reminded_for === null ? null : Number(row.expiry_reminded_for),
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };

@@ -72,6 +72,11 @@ export const Customer = Type.Object(
     points_balance: Type.Integer({
       description: 'Current points balance: the sum of the points transactions, never below 0',
     }),
+    points_expire_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
+      description:
+        "When the whole balance expires unless the customer earns, spends or does something before (the points settings' " +
+        '`points_expiry` after their last points transaction or activity); null without expiry or with a balance of 0',
+    }),
     referral_url: Type.Union([Type.String(), Type.Null()], { description: 'Referral URL, or null' }),
     vip_tier_id: NullableInteger('Current VIP tier (deprecated: read vip_status.vip_tier_id)'),
     vip_status: VipStatus,
@@ -90,6 +95,7 @@ export const Customer = Type.Object(
         state: 'member',
         date_of_birth: null,
         points_balance: 320,
+        points_expire_at: null,
         referral_url: null,
         vip_tier_id: 2,
         vip_status: {

@@ -7,6 +7,7 @@ import { DomainError, invalidParameter, notFound } from '../errors.js';
 import type { EventsService } from '../events/service.js';
 import { Cursors, keysetPage, type PageMetadata } from '../pagination/keyset.js';
 import { DEFAULT_LIMIT } from '../pagination/schemas.js';
+import type { PointsSettingsService } from '../points-settings/service.js';
 import { newReferralCode, referralUrl } from '../referrals/code.js';
 import type { CustomerState, Database } from '../storage/schema.js';
 import type { UnitOfWork, Work } from '../storage/unit-of-work.js';
@@ -85,6 +86,7 @@ export class CustomersService {
     private readonly events: EventsService,
     /** Where referral URLs point: REFERRAL_BASE_URL, else the server's address and `/r`. */
     private readonly referralBase: string,
+    private readonly pointsSettings: PointsSettingsService,
   ) {
     this.cursors = new Cursors(db, clock);
   }
@@ -98,7 +100,7 @@ export class CustomersService {
         ? {}
         : { updatedAtMin: parseTime(query.updated_at_min, 'updated_at_min') }),
     };
-    const [page, tiers] = await Promise.all([
+    const [page, program] = await Promise.all([
       keysetPage({
         codec: await this.cursors.codec(CUSTOMERS_CURSOR),
         accountId,
@@ -107,9 +109,9 @@ export class CustomersService {
         filters,
         fetch: (direction, boundary, rows) => findCustomersPage(this.db, accountId, filters, direction, boundary, rows),
       }),
-      this.vipTiers.list(accountId),
+      this.program(accountId),
     ]);
-    return { customers: page.items.map((row) => toCustomer(row, tiers, this.referralBase)), metadata: page.metadata };
+    return { customers: page.items.map((row) => toCustomer(row, program, this.referralBase)), metadata: page.metadata };
   }
 
   /**
@@ -124,7 +126,7 @@ export class CustomersService {
       ...(search.state === undefined ? {} : { state: search.state }),
       ...(search.tierId === undefined ? {} : { tierId: search.tierId }),
     };
-    const [page, tiers] = await Promise.all([
+    const [page, program] = await Promise.all([
       keysetPage({
         codec: await this.cursors.codec(CUSTOMER_SEARCH_CURSOR),
         accountId,
@@ -134,12 +136,12 @@ export class CustomersService {
         fetch: (direction, boundary, rows) =>
           searchCustomersPage(this.db, accountId, filters, direction, boundary, rows),
       }),
-      this.vipTiers.list(accountId),
+      this.program(accountId),
     ]);
     return {
-      customers: page.items.map((row) => toCustomer(row, tiers, this.referralBase)),
+      customers: page.items.map((row) => toCustomer(row, program, this.referralBase)),
       metadata: page.metadata,
-      tiers,
+      tiers: [...program.tiers],
     };
   }
 
@@ -147,7 +149,7 @@ export class CustomersService {
   async get(accountId: number, id: number): Promise<Customer> {
     const customer = await findCustomer(this.db, accountId, id);
     if (!customer) throw notFound(`customer ${id} does not exist`);
-    return toCustomer(customer, await this.vipTiers.list(accountId), this.referralBase);
+    return toCustomer(customer, await this.program(accountId), this.referralBase);
   }
 
   /**
@@ -162,7 +164,7 @@ export class CustomersService {
       const changed = await updateCustomerState(w.trx, id, state as CustomerState, w.now, newReferralCode());
       const customer = changed ?? (await findCustomerById(w.trx, id));
       if (!customer) throw notFound(`customer ${id} does not exist`);
-      const shown = toCustomer(customer, await this.vipTiers.tiersIn(w, customer.accountId), this.referralBase);
+      const shown = toCustomer(customer, await this.programIn(w, customer.accountId), this.referralBase);
       if (changed) this.events.record(w, customer.accountId, 'customer.updated', { customer: shown });
       return shown;
     });
@@ -172,7 +174,7 @@ export class CustomersService {
   async show(id: number): Promise<Customer> {
     const customer = await findCustomerById(this.db, id);
     if (!customer) throw notFound(`customer ${id} does not exist`);
-    return toCustomer(customer, await this.vipTiers.list(customer.accountId), this.referralBase);
+    return toCustomer(customer, await this.program(customer.accountId), this.referralBase);
   }
 
   /** The customer holding this referral code, in any account (read in `w` when given); undefined for an unknown code. */
@@ -186,8 +188,8 @@ export class CustomersService {
    */
   async shownByIds(accountId: number, ids: readonly number[], w?: Work): Promise<Map<number, Customer>> {
     const rows = await findCustomersByIds(w?.trx ?? this.db, accountId, ids);
-    const tiers = w ? await this.vipTiers.tiersIn(w, accountId) : await this.vipTiers.list(accountId);
-    return new Map(rows.map((row) => [row.id, toCustomer(row, tiers, this.referralBase)]));
+    const program = w ? await this.programIn(w, accountId) : await this.program(accountId);
+    return new Map(rows.map((row) => [row.id, toCustomer(row, program, this.referralBase)]));
   }
 
   /** The account's customer with this email (matched as everywhere), as the work's transaction sees it. */
@@ -247,7 +249,22 @@ export class CustomersService {
    * read once per work): what the work's events carry.
    */
   async shownIn(w: Work, customer: StoredCustomer): Promise<Customer> {
-    return toCustomer(customer, await this.vipTiers.tiersIn(w, customer.accountId), this.referralBase);
+    return toCustomer(customer, await this.programIn(w, customer.accountId), this.referralBase);
+  }
+
+  /** What showing the account's customers needs: its tiers and its points expiry. */
+  private async program(accountId: number): Promise<ShownProgram> {
+    const [tiers, expiryDays] = await Promise.all([
+      this.vipTiers.list(accountId),
+      this.pointsSettings.expiryDays(accountId),
+    ]);
+    return { tiers, expiryDays };
+  }
+
+  /** The same, read once per unit of work in its transaction. */
+  private async programIn(w: Work, accountId: number): Promise<ShownProgram> {
+    const tiers = await this.vipTiers.tiersIn(w, accountId);
+    return { tiers, expiryDays: await this.pointsSettings.expiryIn(w, accountId) };
   }
 
   /**
@@ -285,8 +302,21 @@ export class CustomersService {
  * The API form of a customer: `tiers` are the account's, ascending milestone; `referralBase` is
  * where referral URLs point.
  */
-export function toCustomer(customer: StoredCustomer, tiers: readonly VipTier[], referralBase: string): Customer {
-  const next = tiers.find((tier) => tier.milestone > customer.pointsEarned);
+/** What a customer is shown with besides their row: the account's tiers and its points expiry. */
+export interface ShownProgram {
+  tiers: readonly VipTier[];
+  /** Days of inactivity before a balance expires; null: never. */
+  expiryDays: number | null;
+}
+
+const DAY_MS = 86_400_000;
+
+export function toCustomer(customer: StoredCustomer, program: ShownProgram, referralBase: string): Customer {
+  const next = program.tiers.find((tier) => tier.milestone > customer.pointsEarned);
+  const expiresAt =
+    program.expiryDays === null || customer.pointsBalance <= 0 || customer.lastActiveAt === null
+      ? null
+      : customer.lastActiveAt + program.expiryDays * DAY_MS;
   return {
     id: customer.id,
     first_name: customer.firstName,
@@ -295,6 +325,7 @@ export function toCustomer(customer: StoredCustomer, tiers: readonly VipTier[], 
     state: customer.state,
     date_of_birth: customer.dateOfBirth,
     points_balance: customer.pointsBalance,
+    points_expire_at: expiresAt === null ? null : isoTime(expiresAt),
     referral_url: referralUrl(referralBase, customer.referralCode),
     vip_tier_id: customer.vipTierId,
     vip_status: {

@@ -14,6 +14,10 @@ export const EVENT_TYPES = {
     scope: 'customer:read',
     description: "A customer's state, name or email changed (not a balance change).",
   },
+  'customer.points_expiring': {
+    scope: 'customer:read',
+    description: "A customer's balance expires in 14 days unless they are active before (sent once per idle stretch).",
+  },
   'activity.created': {
     scope: 'activity:write',
     description: 'An activity was recorded (not its idempotent replays), with its credits.',

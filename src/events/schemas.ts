@@ -25,6 +25,7 @@ const EventId = Type.String({
 export const EVENT_DATA = {
   'customer.created': Type.Object({ customer: Customer }),
   'customer.updated': Type.Object({ customer: Customer }),
+  'customer.points_expiring': Type.Object({ customer: Customer }),
   'activity.created': Type.Object({ activity: Activity }),
   'points_transaction.created': Type.Object({
     points_transaction: PointsTransaction,

@@ -2,14 +2,19 @@ import type { Kysely } from 'kysely';
 import type { Database } from '../storage/schema.js';
 import type { PointsSettings } from './schemas.js';
 
-/** The account's labels, or undefined when it never set them. */
+/** The account's settings, or undefined when it never set them. */
 export async function findPointsSettings(db: Kysely<Database>, accountId: number): Promise<PointsSettings | undefined> {
   const row = await db
     .selectFrom('points_settings')
-    .select(['label_one', 'label_other'])
+    .select(['label_one', 'label_other', 'expiry_inactivity_days'])
     .where('account_id', '=', accountId)
     .executeTakeFirst();
-  return row && { points_label: { one: row.label_one, other: row.label_other } };
+  return (
+    row && {
+      points_label: { one: row.label_one, other: row.label_other },
+      points_expiry: row.expiry_inactivity_days === null ? null : { inactivity_days: row.expiry_inactivity_days },
+    }
+  );
 }
 
 /** Creates or replaces the account's settings in one statement. */
@@ -19,10 +24,28 @@ export async function upsertPointsSettings(
   settings: PointsSettings,
   now: number,
 ): Promise<void> {
-  const values = { label_one: settings.points_label.one, label_other: settings.points_label.other, updated_at: now };
+  const values = {
+    label_one: settings.points_label.one,
+    label_other: settings.points_label.other,
+    expiry_inactivity_days: settings.points_expiry?.inactivity_days ?? null,
+    updated_at: now,
+  };
   await db
     .insertInto('points_settings')
     .values({ account_id: accountId, ...values })
     .onConflict((oc) => oc.column('account_id').doUpdateSet(values))
     .execute();
+}
+
+/** The accounts whose balances expire, with their days of inactivity. */
+export async function findExpiringAccounts(
+  db: Kysely<Database>,
+): Promise<{ accountId: number; inactivityDays: number }[]> {
+  const rows = await db
+    .selectFrom('points_settings')
+    .select(['account_id', 'expiry_inactivity_days'])
+    .where('expiry_inactivity_days', 'is not', null)
+    .orderBy('account_id')
+    .execute();
+  return rows.map((row) => ({ accountId: Number(row.account_id), inactivityDays: Number(row.expiry_inactivity_days) }));
 }

@@ -122,14 +122,15 @@ export class PointsTransactionsService {
       counts_as_earned: counts ? 1 : 0,
     });
     const moved = counts && entry.pointsChange > 0 ? await this.vipTiers.place(w, customer) : undefined;
-    // What the database now holds: the ledger's trigger moved the balance, points earned and
-    // updated_at (to the entry's created_at, the work's time); a move set the tier.
+    // What the database now holds: the ledger's trigger moved the balance, points earned,
+    // updated_at and last_active_at (to the entry's created_at, the work's time); a move set the tier.
     const after: LockedCustomer = {
       ...customer,
       pointsBalance: balance,
       pointsEarned: earned,
       vipTierId: moved === undefined ? customer.vipTierId : moved.vipTierId,
       updatedAt: w.now,
+      lastActiveAt: Math.max(customer.lastActiveAt ?? w.now, w.now),
     };
     this.events.record(w, customer.accountId, 'points_transaction.created', {
       points_transaction: transaction,

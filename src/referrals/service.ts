@@ -354,7 +354,7 @@ function meetsMinimum(properties: Record<string, unknown> | undefined, minimum: 
 /** A customer as a referral nests them (the reference's shape). */
 function nested(customer: Customer | undefined): ReferralCustomer | null {
   if (!customer) return null;
-  const { vip_status: _status, ...fields } = customer;
+  const { vip_status: _status, points_expire_at: _expiry, ...fields } = customer;
   return fields;
 }
 

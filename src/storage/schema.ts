@@ -112,6 +112,10 @@ export interface CustomersTable {
   date_of_birth: string | null;
   /** The customer's referral code (docs/referrals.md), made when they first become a member. */
   referral_code: string | null;
+  /** When their last points transaction or activity was recorded (ms), kept by triggers; null: never. */
+  last_active_at: Generated<number | null>;
+  /** The last_active_at their points-expiry reminder was sent for (so one reminder per idle stretch). */
+  expiry_reminded_for: Generated<number | null>;
 }
 
 export type CustomerState = 'candidate' | 'member' | 'disabled';
@@ -364,6 +368,8 @@ export interface PointsSettingsTable {
   account_id: number;
   label_one: string;
   label_other: string;
+  /** Days without a points transaction or activity after which a balance expires; null: never. */
+  expiry_inactivity_days: Generated<number | null>;
   updated_at: number;
 }
 

@@ -126,10 +126,26 @@ describe('loyalty activity-types / vip-tiers / points-settings / customers set-s
   it('sets the points settings and sets customer states', async () => {
     expect(await ok(['points-settings', 'show', '--account', account])).toEqual({
       points_label: { one: 'Point', other: 'Points' },
+      points_expiry: null,
     });
     expect(await ok(['points-settings', 'set', '--account', account, '--one', 'Coin', '--other', 'Coins'])).toEqual({
       points_label: { one: 'Coin', other: 'Coins' },
+      points_expiry: null,
     });
+    // The expiry alone, then never again; the labels stay.
+    expect(await ok(['points-settings', 'set', '--account', account, '--expiry-days', '365'])).toEqual({
+      points_label: { one: 'Coin', other: 'Coins' },
+      points_expiry: { inactivity_days: 365 },
+    });
+    const tooShort = await fails(['points-settings', 'set', '--account', account, '--expiry-days', '7']);
+    expect(tooShort.code).toBe('invalid_parameter');
+    expect(tooShort.details).toContainEqual({
+      field: 'points_settings.points_expiry.inactivity_days',
+      message: 'must be >= 30',
+    });
+    expect(
+      (await ok(['points-settings', 'set', '--account', account, '--expiry-days', 'never'])).points_expiry,
+    ).toBeNull();
     const error = await fails(['points-settings', 'set', '--account', account, '--one', '', '--other', 'x'.repeat(65)]);
     expect(error.details.map((d: { field: string }) => d.field).sort()).toEqual([
       'points_settings.points_label.one',

@@ -706,6 +706,26 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    "customer.points_expiring": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * `customer.points_expiring`: A customer's balance expires in 14 days unless they are active before (sent once per idle stretch).
+         * @description Sent to every enabled endpoint whose `enabled_events` name `customer.points_expiring` or `*`; an endpoint made with an app's access token is sent it only if the app's grant holds `customer:read`. In the feed (`GET /v1/events`), a credential sees it with `event:read` and `customer:read`. The body is the event, `data` exactly as the API showed the resource at the change; verify the `webhook-signature` over the raw body before parsing it.
+         */
+        post: operations["onCustomerPointsExpiring"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "activity.created": {
         parameters: {
             query?: never;
@@ -1087,6 +1107,7 @@ export interface components {
          *       "state": "member",
          *       "date_of_birth": null,
          *       "points_balance": 320,
+         *       "points_expire_at": null,
          *       "referral_url": null,
          *       "vip_tier_id": 2,
          *       "vip_status": {
@@ -1120,6 +1141,8 @@ export interface components {
             date_of_birth: string | null;
             /** @description Current points balance: the sum of the points transactions, never below 0 */
             points_balance: number;
+            /** @description When the whole balance expires unless the customer earns, spends or does something before (the points settings' `points_expiry` after their last points transaction or activity); null without expiry or with a balance of 0 */
+            points_expire_at: string | null;
             /** @description Referral URL, or null */
             referral_url: string | null;
             /** @description Current VIP tier (deprecated: read vip_status.vip_tier_id) */
@@ -1295,11 +1318,14 @@ export interface components {
             updated_at: string;
         };
         /**
-         * @description What the account calls its points
+         * @description What the account calls its points, and when balances expire
          * @example {
          *       "points_label": {
          *         "one": "Coin",
          *         "other": "Coins"
+         *       },
+         *       "points_expiry": {
+         *         "inactivity_days": 365
          *       }
          *     }
          */
@@ -1311,6 +1337,11 @@ export interface components {
                 /** @description The unit for zero or many points (0 Coins, 5 Coins) */
                 other: string;
             };
+            /** @description When balances expire; null: never (the default) */
+            points_expiry: {
+                /** @description Days without a points transaction or activity of theirs after which a member's whole balance expires (30 to 1825) */
+                inactivity_days: number;
+            } | null;
         };
         /**
          * @description A reward for sale for points, at one price (`fixed`) or in steps (`variable`)
@@ -1519,7 +1550,7 @@ export interface components {
              * @description What happened: one of the catalog (the `webhooks` section)
              * @enum {string}
              */
-            type: "customer.created" | "customer.updated" | "activity.created" | "points_transaction.created" | "customer.vip_tier_changed" | "points_purchase.created" | "reward_fulfillment.created" | "reward_fulfillment.updated" | "referral.created" | "referral.completed" | "ping";
+            type: "customer.created" | "customer.updated" | "customer.points_expiring" | "activity.created" | "points_transaction.created" | "customer.vip_tier_changed" | "points_purchase.created" | "reward_fulfillment.created" | "reward_fulfillment.updated" | "referral.created" | "referral.completed" | "ping";
             /** @description The account it happened in */
             account_id: number;
             /**
@@ -1675,6 +1706,23 @@ export interface components {
             id: string;
             /** @constant */
             type: "customer.updated";
+            /** @description The account it happened in */
+            account_id: number;
+            /**
+             * Format: date-time
+             * @description When the change was made
+             */
+            created_at: string;
+            data: {
+                customer: components["schemas"]["Customer"];
+            };
+        };
+        /** @description A `customer.points_expiring` event: A customer's balance expires in 14 days unless they are active before (sent once per idle stretch). */
+        CustomerPointsExpiringEvent: {
+            /** @description Identifier of the event: `evt_` and random base62 */
+            id: string;
+            /** @constant */
+            type: "customer.points_expiring";
             /** @description The account it happened in */
             account_id: number;
             /**
@@ -3715,6 +3763,7 @@ export interface operations {
                      *         "state": "member",
                      *         "date_of_birth": null,
                      *         "points_balance": 320,
+                     *         "points_expire_at": null,
                      *         "referral_url": null,
                      *         "vip_tier_id": 2,
                      *         "vip_status": {
@@ -6021,6 +6070,9 @@ export interface operations {
                      *         "points_label": {
                      *           "one": "Coin",
                      *           "other": "Coins"
+                     *         },
+                     *         "points_expiry": {
+                     *           "inactivity_days": 365
                      *         }
                      *       }
                      *     }
@@ -9931,7 +9983,7 @@ export interface operations {
                 limit?: number;
                 /** @description `next_cursor` or `previous_cursor` of an earlier response; omit for the first page. An empty value is refused (`""` in metadata means there is no such page). */
                 cursor?: string;
-                /** @description Only events of this type, or of these types (comma-separated): customer.created, customer.updated, activity.created, points_transaction.created, customer.vip_tier_changed, points_purchase.created, reward_fulfillment.created, reward_fulfillment.updated, referral.created, referral.completed, ping */
+                /** @description Only events of this type, or of these types (comma-separated): customer.created, customer.updated, customer.points_expiring, activity.created, points_transaction.created, customer.vip_tier_changed, points_purchase.created, reward_fulfillment.created, reward_fulfillment.updated, referral.created, referral.completed, ping */
                 type?: string;
                 /** @description Only events created at or after this time (ISO 8601 date-time with an offset, such as 2026-01-31T00:00:00Z) */
                 created_at_min?: string;
@@ -10906,8 +10958,8 @@ export interface operations {
                         url: string;
                         /** @description What to call it (default "") */
                         description?: string;
-                        /** @description Event types to send (customer.created, customer.updated, activity.created, points_transaction.created, customer.vip_tier_changed, points_purchase.created, reward_fulfillment.created, reward_fulfillment.updated, referral.created, referral.completed), or `["*"]` alone for all of them */
-                        enabled_events: ("customer.created" | "customer.updated" | "activity.created" | "points_transaction.created" | "customer.vip_tier_changed" | "points_purchase.created" | "reward_fulfillment.created" | "reward_fulfillment.updated" | "referral.created" | "referral.completed" | "*")[];
+                        /** @description Event types to send (customer.created, customer.updated, customer.points_expiring, activity.created, points_transaction.created, customer.vip_tier_changed, points_purchase.created, reward_fulfillment.created, reward_fulfillment.updated, referral.created, referral.completed), or `["*"]` alone for all of them */
+                        enabled_events: ("customer.created" | "customer.updated" | "customer.points_expiring" | "activity.created" | "points_transaction.created" | "customer.vip_tier_changed" | "points_purchase.created" | "reward_fulfillment.created" | "reward_fulfillment.updated" | "referral.created" | "referral.completed" | "*")[];
                         /**
                          * @description enabled (default) or disabled
                          * @enum {string}
@@ -12005,8 +12057,8 @@ export interface operations {
                         url?: string;
                         /** @description What to call it (default "") */
                         description?: string;
-                        /** @description Event types to send (customer.created, customer.updated, activity.created, points_transaction.created, customer.vip_tier_changed, points_purchase.created, reward_fulfillment.created, reward_fulfillment.updated, referral.created, referral.completed), or `["*"]` alone for all of them */
-                        enabled_events?: ("customer.created" | "customer.updated" | "activity.created" | "points_transaction.created" | "customer.vip_tier_changed" | "points_purchase.created" | "reward_fulfillment.created" | "reward_fulfillment.updated" | "referral.created" | "referral.completed" | "*")[];
+                        /** @description Event types to send (customer.created, customer.updated, customer.points_expiring, activity.created, points_transaction.created, customer.vip_tier_changed, points_purchase.created, reward_fulfillment.created, reward_fulfillment.updated, referral.created, referral.completed), or `["*"]` alone for all of them */
+                        enabled_events?: ("customer.created" | "customer.updated" | "customer.points_expiring" | "activity.created" | "points_transaction.created" | "customer.vip_tier_changed" | "points_purchase.created" | "reward_fulfillment.created" | "reward_fulfillment.updated" | "referral.created" | "referral.completed" | "*")[];
                         /**
                          * @description enabled (default) or disabled
                          * @enum {string}
@@ -14430,6 +14482,7 @@ export interface operations {
                  *           "state": "member",
                  *           "date_of_birth": null,
                  *           "points_balance": 320,
+                 *           "points_expire_at": null,
                  *           "referral_url": null,
                  *           "vip_tier_id": 2,
                  *           "vip_status": {
@@ -14515,6 +14568,7 @@ export interface operations {
                  *           "state": "member",
                  *           "date_of_birth": null,
                  *           "points_balance": 320,
+                 *           "points_expire_at": null,
                  *           "referral_url": null,
                  *           "vip_tier_id": 2,
                  *           "vip_status": {
@@ -14533,6 +14587,92 @@ export interface operations {
                  *     }
                  */
                 "application/json": components["schemas"]["CustomerUpdatedEvent"];
+            };
+        };
+        responses: {
+            /** @description Received: the delivery succeeded and is never sent again (unless resent by hand) */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A failed attempt, as is any answer but a 2xx within 10 seconds (redirects are not followed): retried after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h (each with up to 10 % jitter), then the delivery is `failed`. */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A failed attempt, as is any answer but a 2xx within 10 seconds (redirects are not followed): retried after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h (each with up to 10 % jitter), then the delivery is `failed`. */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    onCustomerPointsExpiring: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The event id: the same on every attempt and every resend of the event to this endpoint, so a receiver drops the duplicates of at-least-once delivery by it.
+                 * @example evt_3Xk9fQ2mZp8LwR4tYv6BnQ1a
+                 */
+                "webhook-id": components["parameters"]["WebhookId"];
+                /**
+                 * @description This attempt's time, in seconds since 1970-01-01T00:00:00Z: refuse one far from your clock.
+                 * @example 1767716100
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestamp"];
+                /**
+                 * @description `v1,` and the base64 of the HMAC-SHA256, keyed with the secret's bytes (the base64 after `whsec_`), of `{webhook-id}.{webhook-timestamp}.{body}`. For 24 hours after a rotation, two signatures separated by a space (the new secret's and the old one's): accept the request when one of them matches.
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignature"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The `customer.points_expiring` event, sent with `User-Agent: loyalty-webhooks/<version>` */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "id": "evt_3Xk9fQ2mZp8LwR4tYv6BnQ1a",
+                 *       "type": "customer.points_expiring",
+                 *       "account_id": 1,
+                 *       "created_at": "2026-01-06T09:15:00.000Z",
+                 *       "data": {
+                 *         "customer": {
+                 *           "id": 7,
+                 *           "first_name": "Jane",
+                 *           "last_name": "Doe",
+                 *           "email": "jane@example.com",
+                 *           "state": "member",
+                 *           "date_of_birth": null,
+                 *           "points_balance": 320,
+                 *           "points_expire_at": null,
+                 *           "referral_url": null,
+                 *           "vip_tier_id": 2,
+                 *           "vip_status": {
+                 *             "vip_tier_id": 2,
+                 *             "vip_tier_expires_at": null,
+                 *             "progress_value": 520,
+                 *             "current_vip_period_end": null,
+                 *             "delta_to_retain_vip_tier": null,
+                 *             "next_vip_tier_id": 3,
+                 *             "delta_to_next_vip_tier": 480
+                 *           },
+                 *           "created_at": "2026-01-02T10:00:00.000Z",
+                 *           "updated_at": "2026-01-05T16:30:00.000Z"
+                 *         }
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["CustomerPointsExpiringEvent"];
             };
         };
         responses: {
@@ -14699,6 +14839,7 @@ export interface operations {
                  *           "state": "member",
                  *           "date_of_birth": null,
                  *           "points_balance": 320,
+                 *           "points_expire_at": null,
                  *           "referral_url": null,
                  *           "vip_tier_id": 2,
                  *           "vip_status": {

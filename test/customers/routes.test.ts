@@ -43,6 +43,7 @@ describe('GET /v1/customers/{id}', () => {
         state: 'member',
         date_of_birth: null,
         points_balance: 100,
+        points_expire_at: null,
         // A member's referral URL: the server's referral base and their random code.
         referral_url: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+\/r\/[0-9A-Za-z]{12}$/),
         vip_tier_id: silver.id,

@@ -83,6 +83,10 @@ describe('the OpenAPI document: webhooks', () => {
       payload: { activity: { token, customer_email: 'friend@example.com', distinct_id: 'friend-1' } },
     });
     expect(order.statusCode, order.body).toBe(201);
+    // Points that expire: the reminders (Jane's, her friend's), 14 days before (the clock moved last: nothing after depends on it).
+    await t.services.pointsSettings.set(a.accountId, { points_expiry: { inactivity_days: 30 } });
+    t.clock.advance(17 * 86_400_000);
+    expect((await t.services.pointsExpiry.runOnce()).reminded).toBeGreaterThan(0);
     // A test event is written alone, as POST /v1/webhook_endpoints/{id}/test writes it.
     await new UnitOfWork(t.db.kysely, t.clock).run((w) => t.services.events.recordAlone(w, a.accountId, 'ping', {}));
 

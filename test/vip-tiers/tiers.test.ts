@@ -116,11 +116,11 @@ describe('VIP tiers: an all-time program kept in step with every change', () => 
 describe('GET /v1/points_settings', () => {
   it('answers Point / Points until the merchant names them', async () => {
     expect((await get('/v1/points_settings')).json()).toEqual({
-      points_settings: { points_label: { one: 'Point', other: 'Points' } },
+      points_settings: { points_label: { one: 'Point', other: 'Points' }, points_expiry: null },
     });
     await t.services.pointsSettings.set(a.accountId, { points_label: { one: 'Coin', other: 'Coins' } });
     expect((await get('/v1/points_settings')).json()).toEqual({
-      points_settings: { points_label: { one: 'Coin', other: 'Coins' } },
+      points_settings: { points_label: { one: 'Coin', other: 'Coins' }, points_expiry: null },
     });
     await expect(t.services.pointsSettings.set(a.accountId, { points_label: { one: 'x' } })).rejects.toMatchObject({
       code: 'invalid_parameter',

@@ -78,7 +78,9 @@ describe("an app's webhook endpoints", () => {
 
     const all = (await create(tokens.access_token, ['*'])).json().webhook_endpoint;
     expect(all.enabled_events).toEqual(['*']);
-    expect((await row(all.id))?.event_types).toBe(' customer.created customer.updated customer.vip_tier_changed ');
+    expect((await row(all.id))?.event_types).toBe(
+      ' customer.created customer.updated customer.points_expiring customer.vip_tier_changed ',
+    );
 
     // Nothing it can read: refused, nothing written.
     const before = await t.db.kysely.selectFrom('webhook_endpoints').selectAll().execute();
@@ -107,7 +109,9 @@ describe("an app's webhook endpoints", () => {
     });
     expect(patched.statusCode, patched.body).toBe(200);
     expect(patched.json().webhook_endpoint.enabled_events).toEqual(['*']);
-    expect((await row(endpoint.id))?.event_types).toBe(' customer.created customer.updated customer.vip_tier_changed ');
+    expect((await row(endpoint.id))?.event_types).toBe(
+      ' customer.created customer.updated customer.points_expiring customer.vip_tier_changed ',
+    );
   });
 
   it("shows an app only its own grant's endpoints; the merchant sees every one", async () => {

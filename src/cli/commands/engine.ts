@@ -154,18 +154,36 @@ export function registerPointsSettingsCommands(program: Command): void {
   const settings = program.command('points-settings').description('what an account calls its points');
   settings
     .command('set')
-    .description('name the points (shown in GET /v1/points_settings and in points products)')
+    .description(
+      'name the points (shown in GET /v1/points_settings and in points products) and set when balances expire; ' +
+        'what is left out stays as it was',
+    )
     .requiredOption('--account <id>', 'the account')
-    .requiredOption('--one <label>', 'the singular, such as Coin (1 to 64 characters)')
-    .requiredOption('--other <label>', 'zero or many, such as Coins (1 to 64 characters)')
-    .action((opts: { account: string; one: string; other: string }, cmd: Command) =>
+    .option('--one <label>', 'the singular, such as Coin (1 to 64 characters); with --other')
+    .option('--other <label>', 'zero or many, such as Coins (1 to 64 characters); with --one')
+    .option(
+      '--expiry-days <days>',
+      "days without a points transaction or activity after which a member's balance expires (30 to 1825), or never",
+    )
+    .action((opts: { account: string; one?: string; other?: string; expiryDays?: string }, cmd: Command) =>
       run(
         cmd,
         ({ services }) =>
           services.pointsSettings.set(parseId(opts.account, 'account'), {
-            points_label: { one: opts.one, other: opts.other },
+            ...(opts.one === undefined && opts.other === undefined
+              ? {}
+              : { points_label: { one: opts.one, other: opts.other } }),
+            ...(opts.expiryDays === undefined
+              ? {}
+              : {
+                  points_expiry: opts.expiryDays === 'never' ? null : { inactivity_days: numeric(opts.expiryDays) },
+                }),
           }),
-        (s) => `points are called "${s.points_label.one}" / "${s.points_label.other}"`,
+        (s) =>
+          `points are called "${s.points_label.one}" / "${s.points_label.other}"; ` +
+          (s.points_expiry === null
+            ? 'balances never expire'
+            : `a balance expires after ${s.points_expiry.inactivity_days} days without activity`),
       ),
     );
   settings

@@ -17,6 +17,7 @@ import * as vipTierChanges from './2026-11-25T2100-vip-tier-changes.js';
 import * as jobsLeased from './2026-11-27T0000-jobs-leased.js';
 import * as referrals from './2026-11-27T0100-referrals.js';
 import * as rewardUsage from './2026-11-27T1000-reward-usage.js';
+import * as pointsExpiry from './2026-11-27T1100-points-expiry.js';
 
 /** Every migration, by name; names sort in the order they run. */
 export const migrations: Record<string, Migration> = {
@@ -38,4 +39,5 @@ export const migrations: Record<string, Migration> = {
   '2026-11-27T0000-jobs-leased': jobsLeased,
   '2026-11-27T0100-referrals': referrals,
   '2026-11-27T1000-reward-usage': rewardUsage,
+  '2026-11-27T1100-points-expiry': pointsExpiry,
 };

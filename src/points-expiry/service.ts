@@ -1,0 +1,153 @@
+import type { Kysely } from 'kysely';
+import type { Clock } from '../clock.js';
+import type { CustomersService, LockedCustomer } from '../customers/service.js';
+import type { EventsService } from '../events/service.js';
+import type { JobHandler } from '../jobs/service.js';
+import type { PointsSettingsService } from '../points-settings/service.js';
+import type { PointsTransactionsService } from '../points-transactions/service.js';
+import type { Database } from '../storage/schema.js';
+import type { UnitOfWork, Work } from '../storage/unit-of-work.js';
+import { findIdleCustomers, type IdleCustomer, markReminded } from './repository.js';
+
+const DAY_MS = 86_400_000;
+/** The reminder goes this long before a balance expires. */
+export const REMINDER_BEFORE_MS = 14 * DAY_MS;
+/** How often the expiring job runs. */
+export const POINTS_EXPIRY_INTERVAL_MS = 15 * 60 * 1000;
+/** The job runner's queue (and recurring job) of points expiry. */
+export const POINTS_EXPIRY_QUEUE = 'points_expiry';
+/** Customers read per statement while looking for idle ones. */
+const READ_BATCH = 1000;
+/** Customers expired or reminded per transaction: short ones, that never hold the API back for long. */
+const WRITE_BATCH = 100;
+
+/** What one pass did. */
+export interface ExpiryPass {
+  expired: number;
+  reminded: number;
+}
+
+/**
+ * Points expiry (engine-contract.md): in an account whose points settings set `points_expiry`, a
+ * member's whole balance expires when that many days pass without a points transaction or an
+ * activity of theirs: one points transaction of minus the balance, described `Points expired`.
+ * 14 days before, `customer.points_expiring` is recorded, once per idle stretch. A recurring job
+ * does both, on whichever process claims it; each customer is checked again under their lock in
+ * the transaction that expires them, so a customer active meanwhile, or expired by another pass,
+ * is left alone, and a purchase racing the expiry is served by the ledger's own rules.
+ */
+export class PointsExpiryService {
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly clock: Clock,
+    private readonly uow: UnitOfWork,
+    private readonly pointsSettings: PointsSettingsService,
+    private readonly customers: CustomersService,
+    private readonly ledger: PointsTransactionsService,
+    private readonly events: EventsService,
+  ) {}
+
+  /** The recurring job: a pass, then the next one POINTS_EXPIRY_INTERVAL_MS later. */
+  job(): JobHandler {
+    return {
+      queue: POINTS_EXPIRY_QUEUE,
+      schedule: { key: POINTS_EXPIRY_QUEUE },
+      run: async () => {
+        await this.runOnce();
+        return { retryAt: this.clock.now() + POINTS_EXPIRY_INTERVAL_MS };
+      },
+    };
+  }
+
+  /** Expires every balance due now and reminds every customer 14 days from it, in every account that has expiry. */
+  async runOnce(): Promise<ExpiryPass> {
+    const pass: ExpiryPass = { expired: 0, reminded: 0 };
+    for (const { accountId, inactivityDays } of await this.pointsSettings.expiringAccounts()) {
+      const done = await this.runAccount(accountId, inactivityDays * DAY_MS);
+      pass.expired += done.expired;
+      pass.reminded += done.reminded;
+    }
+    return pass;
+  }
+
+  /** One account's pass: its idle customers read in id order, then expired or reminded in short transactions. */
+  private async runAccount(accountId: number, lifetimeMs: number): Promise<ExpiryPass> {
+    const pass: ExpiryPass = { expired: 0, reminded: 0 };
+    let after = 0;
+    for (;;) {
+      const now = this.clock.now();
+      const idle = await findIdleCustomers(
+        this.db,
+        accountId,
+        now - (lifetimeMs - REMINDER_BEFORE_MS),
+        after,
+        READ_BATCH,
+      );
+      if (idle.length === 0) return pass;
+      after = idle[idle.length - 1]!.id;
+      const due = idle.filter((c) => c.lastActiveAt + lifetimeMs <= now);
+      const remind = idle.filter((c) => c.lastActiveAt + lifetimeMs > now && c.remindedFor !== c.lastActiveAt);
+      for (let i = 0; i < due.length; i += WRITE_BATCH) {
+        const batch = due.slice(i, i + WRITE_BATCH);
+        pass.expired += await this.uow.run((w) => this.expire(w, accountId, lifetimeMs, batch));
+      }
+      for (let i = 0; i < remind.length; i += WRITE_BATCH) {
+        const batch = remind.slice(i, i + WRITE_BATCH);
+        pass.reminded += await this.uow.run((w) => this.remind(w, accountId, lifetimeMs, batch));
+      }
+    }
+  }
+
+  /** Expires the balances of the batch still due under their customers' locks; answers how many. */
+  private async expire(w: Work, accountId: number, lifetimeMs: number, batch: readonly IdleCustomer[]) {
+    let expired = 0;
+    for (const { id } of batch) {
+      const customer = await this.customers.lock(w, accountId, id);
+      if (!customer || !expiredAt(customer, lifetimeMs, w.now)) continue;
+      await this.ledger.post(w, customer, {
+        pointsChange: -customer.pointsBalance,
+        description: 'Points expired',
+        internalNote: null,
+      });
+      expired++;
+    }
+    return expired;
+  }
+
+  /** Records the reminders of the batch still due under their customers' locks; answers how many. */
+  private async remind(w: Work, accountId: number, lifetimeMs: number, batch: readonly IdleCustomer[]) {
+    let reminded = 0;
+    for (const { id } of batch) {
+      const customer = await this.customers.lock(w, accountId, id);
+      if (!customer || !reminderDue(customer, lifetimeMs, w.now)) continue;
+      await markReminded(w.trx, id, customer.lastActiveAt!);
+      this.events.record(w, accountId, 'customer.points_expiring', {
+        customer: await this.customers.shownIn(w, customer),
+      });
+      reminded++;
+    }
+    return reminded;
+  }
+}
+
+/** Whether the locked customer's balance is due to expire at `now`: a member holding points, idle for the whole lifetime. */
+function expiredAt(customer: LockedCustomer, lifetimeMs: number, now: number): boolean {
+  return (
+    customer.state === 'member' &&
+    customer.pointsBalance > 0 &&
+    customer.lastActiveAt !== null &&
+    customer.lastActiveAt + lifetimeMs <= now
+  );
+}
+
+/**
+ * Whether the locked customer is due their reminder at `now`: a member holding points whose
+ * balance expires within 14 days, not reminded yet for this idle stretch.
+ */
+function reminderDue(customer: LockedCustomer, lifetimeMs: number, now: number): boolean {
+  if (customer.state !== 'member' || customer.pointsBalance <= 0 || customer.lastActiveAt === null) return false;
+  const expiresAt = customer.lastActiveAt + lifetimeMs;
+  return (
+    expiresAt > now && expiresAt - REMINDER_BEFORE_MS <= now && customer.expiryRemindedFor !== customer.lastActiveAt
+  );
+}
