@@ -125,7 +125,9 @@ export class ActivitiesService {
       }
     }
     // An order that applied the customer's reward codes uses them (the store's own codes are passed over).
-    await this.rewardFulfillments.useOrderCodes(w, accountId, customer.id, input.properties?.discount_codes, time);
+    // At the order's time, never later than now (a store's clock may run ahead).
+    const usedAt = Math.min(time, w.now);
+    await this.rewardFulfillments.useOrderCodes(w, accountId, customer.id, input.properties?.discount_codes, usedAt);
     // Last of the work's events: the activity as answered holds every credit. A replay never
     // gets here (its work rolls back on Duplicate, or the idempotency layer does not run it).
     const recorded = toActivity(activity, type, credits);

@@ -2,17 +2,25 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { isRunning } from '../referrals/service.js';
 import { sendPage } from './pages.js';
 
-/** The overview: the program's figures (points, referrals, webhooks), and where to go next. */
+/** The recurring jobs' names on the overview, by key (the service's own work, for every account). */
+const SCHEDULED_WORK: Record<string, string> = {
+  points_expiry: 'Points expiry (balances idle past the points settings, and their reminders)',
+  'events.retention': 'Event retention (events and delivery logs past their keeping)',
+  housekeeping: 'Housekeeping (expired idempotency keys, sessions and codes)',
+};
+
+/** The overview: the program's figures (points, referrals, webhooks), the scheduled work, and where to go next. */
 const overviewPage: FastifyPluginAsyncTypebox = async (app) => {
-  const { admin, pointsSettings, webhooks, referrals, referralSettings } = app.services;
+  const { admin, pointsSettings, webhooks, referrals, referralSettings, jobs } = app.services;
   app.get('/overview', { schema: { hide: true } }, async (request, reply) => {
     const { accountId } = request.console!.user;
-    const [figures, labels, endpoints, referral, program] = await Promise.all([
+    const [figures, labels, endpoints, referral, program, scheduled] = await Promise.all([
       admin.figures(accountId),
       pointsSettings.get(accountId),
       webhooks.summary(accountId),
       referrals.figures(accountId),
       referralSettings.program(accountId),
+      jobs.recurring(),
     ]);
     return sendPage(reply, request, 200, 'overview', {
       title: 'Overview',
@@ -21,6 +29,7 @@ const overviewPage: FastifyPluginAsyncTypebox = async (app) => {
       endpoints,
       referral,
       referralProgram: program === undefined ? 'none' : isRunning(program) ? 'running' : 'stopped',
+      scheduled: scheduled.map((job) => ({ ...job, label: SCHEDULED_WORK[job.key] ?? job.key })),
     });
   });
 };

@@ -31,7 +31,12 @@ export async function programFigures(
   const points = await db
     .selectFrom('points_transactions')
     .select((eb) => [
-      eb.fn.sum<number | string | null>(sql`case when points_change > 0 then points_change else 0 end`).as('issued'),
+      // Credits that count as earned: a refund gives back what was spent, it issues nothing.
+      eb.fn
+        .sum<number | string | null>(
+          sql`case when points_change > 0 and counts_as_earned = 1 then points_change else 0 end`,
+        )
+        .as('issued'),
       eb.fn.sum<number | string | null>(sql`case when points_change < 0 then -points_change else 0 end`).as('spent'),
     ])
     .where('account_id', '=', accountId)

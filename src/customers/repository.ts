@@ -20,7 +20,7 @@ export interface StoredCustomer {
   readonly vipTierId: number | null;
   /** When their last points transaction or activity was recorded; null: never. */
   readonly lastActiveAt: number | null;
-  /** The lastActiveAt their points-expiry reminder was sent for; null: none yet. */
+  /** The points_expire_at (ms) their last points-expiry reminder told of; null: none yet. */
   readonly expiryRemindedFor: number | null;
   readonly createdAt: number;
   readonly updatedAt: number;

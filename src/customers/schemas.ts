@@ -75,7 +75,7 @@ export const Customer = Type.Object(
     points_expire_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
       description:
         "When the whole balance expires unless the customer earns, spends or does something before (the points settings' " +
-        '`points_expiry` after their last points transaction or activity); null without expiry or with a balance of 0',
+        "`points_expiry` after their last points transaction or activity); null without expiry, with a balance of 0, or for a customer who is not a member (only members' balances expire)",
     }),
     referral_url: Type.Union([Type.String(), Type.Null()], { description: 'Referral URL, or null' }),
     vip_tier_id: NullableInteger('Current VIP tier (deprecated: read vip_status.vip_tier_id)'),

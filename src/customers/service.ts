@@ -314,7 +314,10 @@ const DAY_MS = 86_400_000;
 export function toCustomer(customer: StoredCustomer, program: ShownProgram, referralBase: string): Customer {
   const next = program.tiers.find((tier) => tier.milestone > customer.pointsEarned);
   const expiresAt =
-    program.expiryDays === null || customer.pointsBalance <= 0 || customer.lastActiveAt === null
+    program.expiryDays === null ||
+    customer.state !== 'member' ||
+    customer.pointsBalance <= 0 ||
+    customer.lastActiveAt === null
       ? null
       : customer.lastActiveAt + program.expiryDays * DAY_MS;
   return {

@@ -16,7 +16,8 @@ export const EVENT_TYPES = {
   },
   'customer.points_expiring': {
     scope: 'customer:read',
-    description: "A customer's balance expires in 14 days unless they are active before (sent once per idle stretch).",
+    description:
+      "A customer's balance expires in 14 days unless they are active before (sent once for each date it would expire).",
   },
   'activity.created': {
     scope: 'activity:write',

@@ -167,20 +167,36 @@ export async function deleteClaimedJobs(
   return rows.map((row) => Number(row.id));
 }
 
-/** Puts a job back to run at `runAt` if `owner` still holds it; true when it did. */
+/** A recurring job's run, kept on its row. */
+export interface RecurringRun {
+  at: number;
+  durationMs: number;
+  failed: boolean;
+}
+
+/** Every recurring job's row (those with a unique_key), by key. */
+export async function findRecurringJobs(db: Kysely<Database>): Promise<JobRow[]> {
+  return db.selectFrom('jobs').selectAll().where('unique_key', 'is not', null).orderBy('unique_key').execute();
+}
+
+/** Puts a job back to run at `runAt` if `owner` still holds it (with a recurring job's last run); true when it did. */
 export async function rescheduleClaimedJob(
   trx: Transaction<Database>,
   id: number,
   owner: string,
   runAt: number,
-  options: { undoAttempt?: boolean } = {},
+  options: { undoAttempt?: boolean; lastRun?: RecurringRun } = {},
 ): Promise<boolean> {
+  const { lastRun } = options;
   const result = await trx
     .updateTable('jobs')
     .set((eb) => ({
       run_at: runAt,
       lease_owner: null,
       ...(options.undoAttempt ? { attempts: eb('attempts', '-', 1) } : {}),
+      ...(lastRun
+        ? { last_run_at: lastRun.at, last_duration_ms: lastRun.durationMs, last_failed: lastRun.failed ? 1 : 0 }
+        : {}),
     }))
     .where('id', '=', id)
     .where('lease_owner', '=', owner)

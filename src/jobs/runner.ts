@@ -11,6 +11,7 @@ import {
   deleteClaimedJobs,
   findClaimable,
   findNextDue,
+  type RecurringRun,
   rescheduleClaimedJob,
 } from './repository.js';
 import { type ClaimedJob, type JobHandler, type JobOutcome, type JobsService, toClaimedJob } from './service.js';
@@ -65,6 +66,8 @@ interface Finishing {
   outcome: JobOutcome;
   /** A job given back unrun (its group is slow): its place is not handed on. */
   putBack: boolean;
+  /** A recurring job's run, kept on its row. */
+  run: RecurringRun | undefined;
   resolve: (settled: boolean) => void;
   reject: (error: unknown) => void;
 }
@@ -426,10 +429,12 @@ export class JobRunner {
       );
       outcome = { retryAt: this.clock.now() + Math.min(60_000 * 2 ** Math.min(job.attempt - 1, 6), 3_600_000) };
     }
-    if (job.groupKey !== null) this.placeFreed(job.groupKey, performance.now() - started);
+    const durationMs = performance.now() - started;
+    if (job.groupKey !== null) this.placeFreed(job.groupKey, durationMs);
     let settled = false;
     try {
-      settled = await this.finish(job, outcome);
+      const run = job.recurring ? { at: this.clock.now(), durationMs: Math.round(durationMs), failed } : undefined;
+      settled = await this.finish(job, outcome, false, run);
     } catch (error) {
       failed = true;
       this.log.error(
@@ -456,9 +461,9 @@ export class JobRunner {
    * jobs' groups (see handOn): a busy group (an endpoint with a backlog) keeps its places full
    * without a look over the whole queue.
    */
-  private finish(job: ClaimedJob, outcome: JobOutcome, putBack = false): Promise<boolean> {
+  private finish(job: ClaimedJob, outcome: JobOutcome, putBack = false, run?: RecurringRun): Promise<boolean> {
     return new Promise((resolve, reject) => {
-      this.finishing.push({ job, outcome, putBack, resolve, reject });
+      this.finishing.push({ job, outcome, putBack, run, resolve, reject });
       this.scheduleFinish();
     });
   }
@@ -564,12 +569,13 @@ export class JobRunner {
   private async record(w: Work, batch: readonly Finishing[]): Promise<void> {
     const done = batch.filter((entry) => 'done' in entry.outcome).map((entry) => entry.job.id);
     const deleted = new Set(await deleteClaimedJobs(w.trx, done, this.owner));
-    for (const { job, outcome } of batch) {
+    for (const { job, outcome, run } of batch) {
       const mine =
         'done' in outcome
           ? deleted.has(job.id)
           : await rescheduleClaimedJob(w.trx, job.id, this.owner, outcome.retryAt, {
               undoAttempt: outcome.undoAttempt === true,
+              ...(run ? { lastRun: run } : {}),
             });
       if (!mine) {
         this.log.warn(

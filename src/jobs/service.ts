@@ -8,6 +8,7 @@ import {
   deleteGroup,
   findJobByKey,
   findQueueBacklog,
+  findRecurringJobs,
   insertJobOnce,
   insertJobs,
   moveGroup,
@@ -15,6 +16,18 @@ import {
 } from './repository.js';
 
 export { PARKED_AT } from './repository.js';
+
+/** A recurring job as the console shows it. */
+export interface RecurringJob {
+  key: string;
+  queue: string;
+  /** When it is due next; null while a process runs it. */
+  nextRunAt: number | null;
+  running: boolean;
+  lastRunAt: number | null;
+  lastDurationMs: number | null;
+  lastFailed: boolean | null;
+}
 
 /** A job to add. */
 export interface NewJob {
@@ -42,6 +55,8 @@ export interface ClaimedJob {
   readonly createdAt: number;
   /** When the lease ends: past it another process may claim the job again. */
   readonly leaseUntil: number;
+  /** A recurring job (one row under its key): its runs are kept on its row (see JobsService.recurring). */
+  readonly recurring: boolean;
 }
 
 /**
@@ -88,6 +103,7 @@ export function toClaimedJob(row: JobRow): ClaimedJob {
     attempt: Number(row.attempts),
     createdAt: Number(row.created_at),
     leaseUntil: Number(row.run_at),
+    recurring: row.unique_key !== null,
   };
 }
 
@@ -157,6 +173,19 @@ export class JobsService {
   async scheduled(key: string): Promise<ClaimedJob | undefined> {
     const row = await findJobByKey(this.kysely, key);
     return row && toClaimedJob(row);
+  }
+
+  /** Every recurring job: when it runs next and how its last run went, whichever process ran it. */
+  async recurring(): Promise<RecurringJob[]> {
+    return (await findRecurringJobs(this.kysely)).map((row) => ({
+      key: row.unique_key!,
+      queue: row.queue,
+      nextRunAt: row.lease_owner === null ? Number(row.run_at) : null,
+      running: row.lease_owner !== null && Number(row.run_at) > this.clock.now(),
+      lastRunAt: row.last_run_at === null ? null : Number(row.last_run_at),
+      lastDurationMs: row.last_duration_ms === null ? null : Number(row.last_duration_ms),
+      lastFailed: row.last_failed === null ? null : Number(row.last_failed) === 1,
+    }));
   }
 
   /** Makes a group's waiting jobs due now (an endpoint enabled again); answers how many. */

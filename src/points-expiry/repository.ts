@@ -5,6 +5,7 @@ import type { Database } from '../storage/schema.js';
 export interface IdleCustomer {
   id: number;
   lastActiveAt: number;
+  /** The points_expire_at they were last reminded of; null: never reminded. */
   remindedFor: number | null;
 }
 
@@ -34,15 +35,12 @@ export async function findIdleCustomers(
   return rows.map((row) => ({
     id: Number(row.id),
     lastActiveAt: Number(row.last_active_at),
+    // The points_expire_at they were last reminded of.
     remindedFor: row.expiry_reminded_for === null ? null : Number(row.expiry_reminded_for),
   }));
 }
 
-/** Notes that the customer was reminded for this idle stretch (the one that began at `lastActiveAt`). */
-export async function markReminded(
-  trx: Transaction<Database>,
-  customerId: number,
-  lastActiveAt: number,
-): Promise<void> {
-  await trx.updateTable('customers').set({ expiry_reminded_for: lastActiveAt }).where('id', '=', customerId).execute();
+/** Notes that the customer was reminded that their balance expires at `expiresAt` (once per date). */
+export async function markReminded(trx: Transaction<Database>, customerId: number, expiresAt: number): Promise<void> {
+  await trx.updateTable('customers').set({ expiry_reminded_for: expiresAt }).where('id', '=', customerId).execute();
 }

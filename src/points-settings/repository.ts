@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../storage/schema.js';
-import type { PointsSettings } from './schemas.js';
+import { DEFAULT_POINTS_SETTINGS, type PointsSettings } from './schemas.js';
 
 /** The account's settings, or undefined when it never set them. */
 export async function findPointsSettings(db: Kysely<Database>, accountId: number): Promise<PointsSettings | undefined> {
@@ -17,22 +17,32 @@ export async function findPointsSettings(db: Kysely<Database>, accountId: number
   );
 }
 
-/** Creates or replaces the account's settings in one statement. */
+/**
+ * Stores a change to the account's settings in one statement: only the columns of what `change`
+ * holds are written, so that two changes of different settings at once both stay; a first change
+ * starts from the defaults.
+ */
 export async function upsertPointsSettings(
   db: Kysely<Database>,
   accountId: number,
-  settings: PointsSettings,
+  change: Partial<PointsSettings>,
   now: number,
 ): Promise<void> {
   const values = {
-    label_one: settings.points_label.one,
-    label_other: settings.points_label.other,
-    expiry_inactivity_days: settings.points_expiry?.inactivity_days ?? null,
+    ...(change.points_label ? { label_one: change.points_label.one, label_other: change.points_label.other } : {}),
+    ...(change.points_expiry !== undefined
+      ? { expiry_inactivity_days: change.points_expiry?.inactivity_days ?? null }
+      : {}),
     updated_at: now,
   };
   await db
     .insertInto('points_settings')
-    .values({ account_id: accountId, ...values })
+    .values({
+      account_id: accountId,
+      label_one: DEFAULT_POINTS_SETTINGS.points_label.one,
+      label_other: DEFAULT_POINTS_SETTINGS.points_label.other,
+      ...values,
+    })
     .onConflict((oc) => oc.column('account_id').doUpdateSet(values))
     .execute();
 }

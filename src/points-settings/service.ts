@@ -26,10 +26,7 @@ export class PointsSettingsService {
   async set(accountId: number, input: unknown): Promise<PointsSettings> {
     const change = validate(PointsSettingsInput, input, 'points_settings');
     await this.accounts.require(accountId);
-    await this.uow.run(async ({ trx, now }) => {
-      const current = await this.get(accountId, trx);
-      await upsertPointsSettings(trx, accountId, { ...current, ...change }, now);
-    });
+    await this.uow.run(({ trx, now }) => upsertPointsSettings(trx, accountId, change, now));
     return this.get(accountId);
   }
 

@@ -114,7 +114,7 @@ export interface CustomersTable {
   referral_code: string | null;
   /** When their last points transaction or activity was recorded (ms), kept by triggers; null: never. */
   last_active_at: Generated<number | null>;
-  /** The last_active_at their points-expiry reminder was sent for (so one reminder per idle stretch). */
+  /** The points_expire_at (ms) their last points-expiry reminder told of: one reminder per date. */
   expiry_reminded_for: Generated<number | null>;
 }
 
@@ -505,6 +505,10 @@ export interface JobsTable {
   /** Who holds the claim; null when unclaimed. */
   lease_owner: string | null;
   created_at: number;
+  /** A recurring job's last run: when it ended (ms), how long it took, 1 when it failed; null before the first. */
+  last_run_at: Generated<number | null>;
+  last_duration_ms: Generated<number | null>;
+  last_failed: Generated<number | null>;
 }
 
 export type EventRow = Selectable<EventsTable>;

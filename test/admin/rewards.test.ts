@@ -121,3 +121,26 @@ describe('the console: rewards', () => {
     expect((await t.services.pointsProducts.get(merchant.accountId, made!.id)).expires_after_days).toBeNull();
   });
 });
+
+describe('the console: scheduled work on the overview', () => {
+  it('lists the recurring jobs with their last run and outcome, from the database', async () => {
+    const browser = await signedIn(t, merchant);
+    const empty = await browser.get('/admin/overview');
+    expect(empty.body).toContain('id="no-scheduled"');
+    // What a server's runner does at start, then a run of the points expiry job (1.2 s, done).
+    await t.services.jobs.ensureScheduled('points_expiry', 'points_expiry', t.clock.now() + 60_000);
+    await t.services.jobs.ensureScheduled('housekeeping', 'housekeeping', t.clock.now() + 60_000);
+    await t.db.kysely
+      .updateTable('jobs')
+      .set({ last_run_at: t.clock.now(), last_duration_ms: 1200, last_failed: 0 })
+      .where('unique_key', '=', 'points_expiry')
+      .execute();
+    const page = (await browser.get('/admin/overview')).body;
+    const row = (key: string) => new RegExp(`<tr id="job-${key}">([\\s\\S]*?)</tr>`).exec(page)?.[1] ?? '';
+    expect(row('points_expiry')).toContain('Points expiry');
+    expect(row('points_expiry')).toContain('1,200 ms');
+    expect(row('points_expiry')).toContain('Done');
+    expect(row('housekeeping')).toContain('Not yet');
+    expect(row('housekeeping')).toContain('None yet');
+  });
+});

@@ -716,7 +716,7 @@ export interface webhooks {
         get?: never;
         put?: never;
         /**
-         * `customer.points_expiring`: A customer's balance expires in 14 days unless they are active before (sent once per idle stretch).
+         * `customer.points_expiring`: A customer's balance expires in 14 days unless they are active before (sent once for each date it would expire).
          * @description Sent to every enabled endpoint whose `enabled_events` name `customer.points_expiring` or `*`; an endpoint made with an app's access token is sent it only if the app's grant holds `customer:read`. In the feed (`GET /v1/events`), a credential sees it with `event:read` and `customer:read`. The body is the event, `data` exactly as the API showed the resource at the change; verify the `webhook-signature` over the raw body before parsing it.
          */
         post: operations["onCustomerPointsExpiring"];
@@ -1141,7 +1141,7 @@ export interface components {
             date_of_birth: string | null;
             /** @description Current points balance: the sum of the points transactions, never below 0 */
             points_balance: number;
-            /** @description When the whole balance expires unless the customer earns, spends or does something before (the points settings' `points_expiry` after their last points transaction or activity); null without expiry or with a balance of 0 */
+            /** @description When the whole balance expires unless the customer earns, spends or does something before (the points settings' `points_expiry` after their last points transaction or activity); null without expiry, with a balance of 0, or for a customer who is not a member (only members' balances expire) */
             points_expire_at: string | null;
             /** @description Referral URL, or null */
             referral_url: string | null;
@@ -1717,7 +1717,7 @@ export interface components {
                 customer: components["schemas"]["Customer"];
             };
         };
-        /** @description A `customer.points_expiring` event: A customer's balance expires in 14 days unless they are active before (sent once per idle stretch). */
+        /** @description A `customer.points_expiring` event: A customer's balance expires in 14 days unless they are active before (sent once for each date it would expire). */
         CustomerPointsExpiringEvent: {
             /** @description Identifier of the event: `evt_` and random base62 */
             id: string;

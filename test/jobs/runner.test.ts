@@ -147,6 +147,43 @@ describe('the job runner', () => {
     expect((await jobs.scheduled('test.recurring'))?.attempt).toBe(2);
   });
 
+  it("keeps a recurring job's last run on its row, for every process to show: when, how long, and whether it failed", async () => {
+    let fail = false;
+    const recurring: JobHandler = {
+      queue: 'test.recurring',
+      schedule: { key: 'test.recurring' },
+      run: async () => {
+        clock.advance(250);
+        if (fail) throw new Error('the pass failed');
+        return { retryAt: clock.now() + 3_600_000 };
+      },
+    };
+    const one = runner([recurring], { pollMs: 3_600_000 });
+    await one.prepare();
+    expect(await jobs.recurring()).toEqual([
+      {
+        key: 'test.recurring',
+        queue: 'test.recurring',
+        nextRunAt: clock.now() + 60_000,
+        running: false,
+        lastRunAt: null,
+        lastDurationMs: null,
+        lastFailed: null,
+      },
+    ]);
+    clock.advance(60_000);
+    await one.runDue();
+    const [done] = await jobs.recurring();
+    expect(done).toMatchObject({ lastRunAt: clock.now(), lastFailed: false, nextRunAt: clock.now() + 3_600_000 });
+    expect(done!.lastDurationMs).toBeGreaterThanOrEqual(0);
+    fail = true;
+    clock.advance(3_600_000);
+    await one.runDue();
+    const [failed] = await jobs.recurring();
+    expect(failed).toMatchObject({ lastRunAt: clock.now(), lastFailed: true });
+    expect(failed!.nextRunAt).toBeGreaterThan(clock.now());
+  });
+
   it("takes over a crashed claimer's job when its lease ends, and the late claimer's outcome is dropped", async () => {
     await add(1);
     // A claim by a process that then died: the job is held until the lease ends.
@@ -351,17 +388,16 @@ describe('the job runner handing a group’s places on as it records (started ru
   });
 
   const GROUP = 'webhook_endpoint:busy';
+  /** Each started runner's jobs service: what wakes it, as its process's commits would. */
+  const wakers = new Map<JobRunner, JobsService>();
   const start = (db: Db, handler: JobHandler, options: JobRunnerOptions) => {
-    const made = new JobRunner(
-      db,
-      new UnitOfWork(db.kysely, systemClock),
-      new JobsService(db, systemClock),
-      systemClock,
-      [handler],
-      silent,
-      { pollMs: 600_000, ...options },
-    );
+    const service = new JobsService(db, systemClock);
+    const made = new JobRunner(db, new UnitOfWork(db.kysely, systemClock), service, systemClock, [handler], silent, {
+      pollMs: 600_000,
+      ...options,
+    });
     runners.push(made);
+    wakers.set(made, service);
     made.start();
     return made;
   };
@@ -410,11 +446,10 @@ describe('the job runner handing a group’s places on as it records (started ru
       const options = { perGroup: 4, handOn, alone: mode === 'alone' };
       const one = start(test.db, counted(0), options);
       const two = start(other, counted(1), options);
-      // What a process's own traffic does (its commits wake it): a look now and then, which finds
-      // the room the other leaves.
+      // What each process's own traffic does: its commits of the group's jobs wake it (a runner
+      // busy with the group lets them pass), and a look finds the room the other leaves.
       const traffic = setInterval(() => {
-        one.kick();
-        two.kick();
+        for (const runner of [one, two]) wakers.get(runner)!.wake(new Set([GROUP]));
       }, 20);
       const drained = await eventually(async () => (await left()) === 0, 50_000, 50).finally(() =>
         clearInterval(traffic),

@@ -146,6 +146,23 @@ describe('the expiring pass', () => {
     expect(await expiries()).toEqual([{ points_change: -110, created_at: t.clock.now() }]);
   });
 
+  it('follows the setting as it changes: a longer period reminds again of the new date, none expires nothing', async () => {
+    await give(100);
+    t.clock.advance((DAYS - 14) * DAY);
+    expect(await pass()).toEqual({ expired: 0, reminded: 1 });
+    await t.services.pointsSettings.set(a.accountId, { points_expiry: { inactivity_days: DAYS + 30 } });
+    t.clock.advance(14 * DAY);
+    expect(await pass()).toEqual({ expired: 0, reminded: 0 });
+    t.clock.advance(16 * DAY);
+    expect(await pass()).toEqual({ expired: 0, reminded: 1 });
+    const [, second] = await reminders();
+    expect(second!.customer.points_expire_at).toBe(new Date(t.clock.now() + 14 * DAY).toISOString());
+    await t.services.pointsSettings.set(a.accountId, { points_expiry: null });
+    t.clock.advance(30 * DAY);
+    expect(await pass()).toEqual({ expired: 0, reminded: 0 });
+    expect(await customer()).toMatchObject({ points_balance: 100, points_expire_at: null });
+  });
+
   it('expires only members, only in accounts with expiry, and a purchase after it finds nothing to spend', async () => {
     const bob = (await t.services.customers.create(a.accountId, { email: 'bob@example.com' })).id;
     await give(100);
@@ -156,7 +173,8 @@ describe('the expiring pass', () => {
     await t.services.pointsTransactions.adjust(b.accountId, { customer_id: sam, points_change: 100 });
     t.clock.advance(DAYS * DAY);
     expect(await pass()).toEqual({ expired: 1, reminded: 0 });
-    expect((await customer(bob)).points_balance).toBe(100);
+    // Not a member: the balance is frozen, and shows no date.
+    expect(await customer(bob)).toMatchObject({ points_balance: 100, points_expire_at: null });
     expect((await t.services.customers.get(b.accountId, sam)).points_balance).toBe(100);
 
     const product = (await t.services.pointsProducts.create(a.accountId, {

@@ -18,6 +18,7 @@ import * as jobsLeased from './2026-11-27T0000-jobs-leased.js';
 import * as referrals from './2026-11-27T0100-referrals.js';
 import * as rewardUsage from './2026-11-27T1000-reward-usage.js';
 import * as pointsExpiry from './2026-11-27T1100-points-expiry.js';
+import * as recurringRuns from './2026-11-27T1200-recurring-runs.js';
 
 /** Every migration, by name; names sort in the order they run. */
 export const migrations: Record<string, Migration> = {
@@ -40,4 +41,5 @@ export const migrations: Record<string, Migration> = {
   '2026-11-27T0100-referrals': referrals,
   '2026-11-27T1000-reward-usage': rewardUsage,
   '2026-11-27T1100-points-expiry': pointsExpiry,
+  '2026-11-27T1200-recurring-runs': recurringRuns,
 };
