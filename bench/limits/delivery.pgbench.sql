@@ -2,7 +2,7 @@
 -- written (by the request, in its own transaction in the service), leased, the event and the
 -- endpoint read, the job deleted and the attempt logged. Fewer statements and commits than the
 -- service makes; what the contract's "0.85 with one endpoint" is measured against in
--- docs/decisions.md ("What one endpoint costs on PostgreSQL"). Run after `npm run bench` (its schema
+-- docs/decisions.md ("What one endpoint costs"). Run after `npm run bench` (its schema
 -- loyalty_limits holds the events and endpoint 1 read here), as the bench runs its ceilings:
 --   pgbench -n -M prepared -c 50 -j 1 -T 8 -f bench/limits/delivery.pgbench.sql \
 --     'postgres://postgres@127.0.0.1:5432/test?options=-c%20search_path%3Dloyalty_limits'
