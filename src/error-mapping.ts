@@ -152,6 +152,16 @@ function isDatabaseUnavailable(error: Error & { code?: string }): boolean {
 }
 
 /**
+ * Throws a route's attached schema failure (`attachValidation`) as the contract's error: a body
+ * whose fields stand at its top level by fromFlatBodyValidation, anything else (params, headers)
+ * as it came.
+ */
+export function throwAttachedValidation(error: Error & { validation?: unknown[]; validationContext?: string }): never {
+  if (error.validationContext === 'body') throw fromFlatBodyValidation(error);
+  throw error;
+}
+
+/**
  * A schema failure of a body whose fields stand at its top level, without a wrapper object (the
  * purchase body `{customer_id, points_to_spend}`): a body that is not an object is
  * `invalid_request`; a missing, unknown or invalid field is `invalid_parameter` naming it.

@@ -1,12 +1,15 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { EVENTS_RETENTION_QUEUE } from '../events/service.js';
+import { HOUSEKEEPING_QUEUE } from '../housekeeping.js';
+import { POINTS_EXPIRY_QUEUE } from '../points-expiry/service.js';
 import { isRunning } from '../referrals/service.js';
 import { sendPage } from './pages.js';
 
 /** The recurring jobs' names on the overview, by key (the service's own work, for every account). */
 const SCHEDULED_WORK: Record<string, string> = {
-  points_expiry: 'Points expiry (balances idle past the points settings, and their reminders)',
-  'events.retention': 'Event retention (events and delivery logs past their keeping)',
-  housekeeping: 'Housekeeping (expired idempotency keys, sessions and codes)',
+  [POINTS_EXPIRY_QUEUE]: 'Points expiry (balances idle past the points settings, and their reminders)',
+  [EVENTS_RETENTION_QUEUE]: 'Event retention (events and delivery logs past their keeping)',
+  [HOUSEKEEPING_QUEUE]: 'Housekeeping (expired idempotency keys, sessions and codes)',
 };
 
 /** The overview: the program's figures (points, referrals, webhooks), the scheduled work, and where to go next. */

@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Clock } from '../clock.js';
 import type { Database } from '../storage/schema.js';
+import { DAY_MS } from '../time.js';
 import {
   adjustmentStaff,
   type CustomerActivity,
@@ -10,7 +11,6 @@ import {
   programFigures,
 } from './repository.js';
 
-const DAY_MS = 24 * 3600 * 1000;
 /** What the console shows that the API has no operation for: the program's figures, a customer's activities and who adjusted their points. */
 export class AdminService {
   constructor(

@@ -3,7 +3,8 @@ import type { Command } from 'commander';
 import { systemClock } from '../clock.js';
 import { type Config, ConfigError, loadConfig, localBaseUrl, referralBaseUrl } from '../config.js';
 import { toContractError } from '../error-mapping.js';
-import { DomainError } from '../errors.js';
+import { DomainError, invalidParameter } from '../errors.js';
+import { MAX_LIMIT } from '../pagination/schemas.js';
 import { createServices, type Services } from '../services.js';
 import { type Db, openDb } from '../storage/db.js';
 import { migrateToLatest } from '../storage/migrator.js';
@@ -104,6 +105,14 @@ export function parseId(value: string, name = 'id'): number {
     throw new DomainError('invalid_parameter', `${name} must be a positive whole number, got "${value}"`, [
       { field: name, message: 'must be a positive whole number' },
     ]);
+  }
+  return Number(value);
+}
+
+/** A `--limit` option as the API's lists read it: an integer from 1 to MAX_LIMIT, else refused by name. */
+export function pageLimit(value: string): number {
+  if (!/^[0-9]{1,3}$/.test(value) || Number(value) < 1 || Number(value) > MAX_LIMIT) {
+    throw invalidParameter('limit', `must be an integer from 1 to ${MAX_LIMIT}`);
   }
   return Number(value);
 }

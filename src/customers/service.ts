@@ -11,7 +11,7 @@ import type { PointsSettingsService } from '../points-settings/service.js';
 import { newReferralCode, referralUrl } from '../referrals/code.js';
 import type { CustomerState, Database } from '../storage/schema.js';
 import type { UnitOfWork, Work } from '../storage/unit-of-work.js';
-import { parseTime } from '../time.js';
+import { DAY_MS, parseTime } from '../time.js';
 import { validate } from '../validate.js';
 import type { VipTier } from '../vip-tiers/schemas.js';
 import type { VipTiersService } from '../vip-tiers/service.js';
@@ -309,17 +309,19 @@ export interface ShownProgram {
   expiryDays: number | null;
 }
 
-const DAY_MS = 86_400_000;
+/**
+ * When the customer's balance expires, `lifetimeMs` after their last points transaction or activity
+ * (null: the account's balances never expire): only a member's balance of points expires, so null
+ * for anyone else, or without points.
+ */
+export function balanceExpiresAt(customer: StoredCustomer, lifetimeMs: number | null): number | null {
+  if (lifetimeMs === null || customer.state !== 'member' || customer.pointsBalance <= 0) return null;
+  return customer.lastActiveAt === null ? null : customer.lastActiveAt + lifetimeMs;
+}
 
 export function toCustomer(customer: StoredCustomer, program: ShownProgram, referralBase: string): Customer {
   const next = program.tiers.find((tier) => tier.milestone > customer.pointsEarned);
-  const expiresAt =
-    program.expiryDays === null ||
-    customer.state !== 'member' ||
-    customer.pointsBalance <= 0 ||
-    customer.lastActiveAt === null
-      ? null
-      : customer.lastActiveAt + program.expiryDays * DAY_MS;
+  const expiresAt = balanceExpiresAt(customer, program.expiryDays === null ? null : program.expiryDays * DAY_MS);
   return {
     id: customer.id,
     first_name: customer.firstName,

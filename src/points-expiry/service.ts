@@ -1,15 +1,15 @@
 import type { Kysely } from 'kysely';
 import type { Clock } from '../clock.js';
-import type { CustomersService, LockedCustomer } from '../customers/service.js';
+import { balanceExpiresAt, type CustomersService, type LockedCustomer } from '../customers/service.js';
 import type { EventsService } from '../events/service.js';
 import type { JobHandler } from '../jobs/service.js';
 import type { PointsSettingsService } from '../points-settings/service.js';
 import type { PointsTransactionsService } from '../points-transactions/service.js';
 import type { Database } from '../storage/schema.js';
 import type { UnitOfWork, Work } from '../storage/unit-of-work.js';
+import { DAY_MS } from '../time.js';
 import { findIdleCustomers, type IdleCustomer, markReminded } from './repository.js';
 
-const DAY_MS = 86_400_000;
 /** The reminder goes this long before a balance expires. */
 export const REMINDER_BEFORE_MS = 14 * DAY_MS;
 /** How often the expiring job runs. */
@@ -148,7 +148,7 @@ export class PointsExpiryService {
     for (const { id } of batch) {
       const customer = await this.customers.lock(w, accountId, id);
       if (!customer || !reminderDue(customer, lifetimeMs, w.now)) continue;
-      await markReminded(w.trx, id, customer.lastActiveAt! + lifetimeMs);
+      await markReminded(w.trx, id, balanceExpiresAt(customer, lifetimeMs)!);
       this.events.record(w, accountId, 'customer.points_expiring', {
         customer: await this.customers.shownIn(w, customer),
       });
@@ -158,22 +158,14 @@ export class PointsExpiryService {
   }
 }
 
-/** Whether the locked customer's balance is due to expire at `now`: a member holding points, idle for the whole lifetime. */
+/** Whether the locked customer's balance is due to expire at `now` (see balanceExpiresAt). */
 function expiredAt(customer: LockedCustomer, lifetimeMs: number, now: number): boolean {
-  return (
-    customer.state === 'member' &&
-    customer.pointsBalance > 0 &&
-    customer.lastActiveAt !== null &&
-    customer.lastActiveAt + lifetimeMs <= now
-  );
+  const at = balanceExpiresAt(customer, lifetimeMs);
+  return at !== null && at <= now;
 }
 
-/**
- * Whether the locked customer is due their reminder at `now`: a member holding points whose
- * balance expires within 14 days, not reminded of that date yet.
- */
+/** Whether the locked customer is due their reminder at `now`: their balance expires within 14 days, and they were not reminded of that date yet. */
 function reminderDue(customer: LockedCustomer, lifetimeMs: number, now: number): boolean {
-  if (customer.state !== 'member' || customer.pointsBalance <= 0 || customer.lastActiveAt === null) return false;
-  const expiresAt = customer.lastActiveAt + lifetimeMs;
-  return expiresAt > now && expiresAt - REMINDER_BEFORE_MS <= now && customer.expiryRemindedFor !== expiresAt;
+  const at = balanceExpiresAt(customer, lifetimeMs);
+  return at !== null && at > now && at - REMINDER_BEFORE_MS <= now && customer.expiryRemindedFor !== at;
 }

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { fromFlatBodyValidation } from '../error-mapping.js';
+import { throwAttachedValidation } from '../error-mapping.js';
 import { sendIdempotently } from '../http/idempotent.js';
 import { requireDecimalLimit } from '../http/pagination.js';
 import { authErrorResponses, badBodyResponse, badRequestResponse, errorResponse, notFoundOf } from '../http/schemas.js';
@@ -93,11 +93,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request, reply) => {
-      if (request.validationError) {
-        const context = (request.validationError as { validationContext?: string }).validationContext;
-        if (context === 'body') throw fromFlatBodyValidation(request.validationError);
-        throw request.validationError;
-      }
+      if (request.validationError) throwAttachedValidation(request.validationError);
       const accountId = request.credential!.accountId;
       const { params, body } = request;
       const idempotent = {

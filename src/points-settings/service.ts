@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { AccountsService } from '../accounts/service.js';
 import type { Database } from '../storage/schema.js';
-import type { UnitOfWork, Work } from '../storage/unit-of-work.js';
+import { OncePerWork, type UnitOfWork, type Work } from '../storage/unit-of-work.js';
 import { validate } from '../validate.js';
 import { findExpiringAccounts, findPointsSettings, upsertPointsSettings } from './repository.js';
 import { DEFAULT_POINTS_SETTINGS, type PointsSettings, PointsSettingsInput } from './schemas.js';
@@ -9,7 +9,7 @@ import { DEFAULT_POINTS_SETTINGS, type PointsSettings, PointsSettingsInput } fro
 /** The account's points settings: `Point` / `Points` and no expiry until the merchant sets them. */
 export class PointsSettingsService {
   /** Each unit of work's reads of an account's expiry (see expiryIn). */
-  private readonly expiryOfWork = new WeakMap<Work, Map<number, Promise<number | null>>>();
+  private readonly expiryOfWork = new OncePerWork<number, number | null>();
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -37,17 +37,7 @@ export class PointsSettingsService {
 
   /** The same, read once per unit of work in its transaction: what the customers a work shows are told. */
   expiryIn(w: Work, accountId: number): Promise<number | null> {
-    let byAccount = this.expiryOfWork.get(w);
-    if (!byAccount) {
-      byAccount = new Map();
-      this.expiryOfWork.set(w, byAccount);
-    }
-    let days = byAccount.get(accountId);
-    if (!days) {
-      days = this.expiryDays(accountId, w.trx);
-      byAccount.set(accountId, days);
-    }
-    return days;
+    return this.expiryOfWork.get(w, accountId, () => this.expiryDays(accountId, w.trx));
   }
 
   /** The accounts whose balances expire, with their days of inactivity. */

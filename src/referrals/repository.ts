@@ -1,10 +1,9 @@
 import type { Kysely, Transaction } from 'kysely';
 import type { Direction } from '../pagination/cursor.js';
 import type { Database, ReferralRow } from '../storage/schema.js';
+import { DAY_MS } from '../time.js';
 
 export type { ReferralRow } from '../storage/schema.js';
-
-const DAY_MS = 86_400_000;
 
 /** One new referral, pending, its rewards not yet written. */
 export type NewReferral = Pick<

@@ -15,7 +15,7 @@ import type { ReferralSettingsService } from '../referral-settings/service.js';
 import type { RewardFulfillmentsService } from '../reward-fulfillments/service.js';
 import type { Database } from '../storage/schema.js';
 import type { UnitOfWork, Work } from '../storage/unit-of-work.js';
-import { parseTime } from '../time.js';
+import { DAY_MS, parseTime } from '../time.js';
 import { sameMailbox } from './email.js';
 import {
   completeIfPending,
@@ -43,7 +43,6 @@ import type {
   RefusalReason,
 } from './schemas.js';
 
-const DAY_MS = 86_400_000;
 /** The sender limit counts the referrals started in any 30 days. */
 const SENDER_LIMIT_WINDOW_MS = 30 * DAY_MS;
 const REFERRALS_CURSOR = { resource: 'referrals', filtered: true };

@@ -9,7 +9,7 @@ import { DEFAULT_LIMIT } from '../pagination/schemas.js';
 import type { PointsTransactionsService } from '../points-transactions/service.js';
 import type { Database, RewardFulfillmentRow } from '../storage/schema.js';
 import type { UnitOfWork, Work } from '../storage/unit-of-work.js';
-import { parseTime } from '../time.js';
+import { DAY_MS, parseTime } from '../time.js';
 import { newRewardCode } from './code.js';
 import {
   type FulfillmentFilters,
@@ -32,7 +32,6 @@ const CODE_ATTEMPTS = 5;
 
 /** Most codes of one order (an activity's `properties.discount_codes`) looked up. */
 const MAX_ORDER_CODES = 100;
-const DAY_MS = 86_400_000;
 
 /** What a fulfillment is issued for: the customer, the purchase that pays for it (none for a referral's reward), and the reward. */
 export interface FulfillmentOrder {

@@ -26,6 +26,29 @@ export interface Work {
   afterCommit(callback: () => void): void;
 }
 
+/**
+ * A read made once per unit of work and key, in its transaction: later asks within the same work
+ * share the first one's answer (the account's tiers, its points expiry, shown with every customer
+ * a work's events carry). Forgotten with the work.
+ */
+export class OncePerWork<K, V> {
+  private readonly byWork = new WeakMap<Work, Map<K, Promise<V>>>();
+
+  get(w: Work, key: K, read: () => Promise<V>): Promise<V> {
+    let byKey = this.byWork.get(w);
+    if (!byKey) {
+      byKey = new Map();
+      this.byWork.set(w, byKey);
+    }
+    let value = byKey.get(key);
+    if (!value) {
+      value = read();
+      byKey.set(key, value);
+    }
+    return value;
+  }
+}
+
 /** Runs of a unit of work that PostgreSQL rolled back to break a deadlock, at most. */
 const DEADLOCK_ATTEMPTS = 3;
 

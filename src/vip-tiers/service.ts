@@ -4,7 +4,7 @@ import { isoTime } from '../common-schemas.js';
 import { invalidParameter, notFound } from '../errors.js';
 import type { EventsService } from '../events/service.js';
 import type { Database } from '../storage/schema.js';
-import type { UnitOfWork, Work } from '../storage/unit-of-work.js';
+import { OncePerWork, type UnitOfWork, type Work } from '../storage/unit-of-work.js';
 import { validate } from '../validate.js';
 import {
   assignAccountTiers,
@@ -45,7 +45,7 @@ export interface PlacedCustomer {
  */
 export class VipTiersService {
   /** The account's tiers as each unit of work first read them (a work that credits reads them once). */
-  private readonly tiersOfWork = new WeakMap<Work, Map<number, Promise<VipTier[]>>>();
+  private readonly tiersOfWork = new OncePerWork<number, VipTier[]>();
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -65,17 +65,7 @@ export class VipTiersService {
    * tiers reads them itself, after the change.
    */
   tiersIn(w: Work, accountId: number): Promise<VipTier[]> {
-    let byAccount = this.tiersOfWork.get(w);
-    if (!byAccount) {
-      byAccount = new Map();
-      this.tiersOfWork.set(w, byAccount);
-    }
-    let tiers = byAccount.get(accountId);
-    if (!tiers) {
-      tiers = listTiers(w.trx, accountId);
-      byAccount.set(accountId, tiers);
-    }
-    return tiers;
+    return this.tiersOfWork.get(w, accountId, () => listTiers(w.trx, accountId));
   }
 
   /**

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import { fromFlatBodyValidation } from '../error-mapping.js';
+import { throwAttachedValidation } from '../error-mapping.js';
 import { requireDecimalLimit } from '../http/pagination.js';
 import {
   authErrorResponses,
@@ -299,11 +299,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request, reply) => {
-      if (request.validationError) {
-        const context = (request.validationError as { validationContext?: string }).validationContext;
-        if (context === 'body') throw fromFlatBodyValidation(request.validationError);
-        throw request.validationError;
-      }
+      if (request.validationError) throwAttachedValidation(request.validationError);
       await webhooks().resend(
         request.credential!.accountId,
         request.params.id,

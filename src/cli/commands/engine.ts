@@ -1,11 +1,10 @@
 import type { Command } from 'commander';
 import type { ActivityType } from '../../activity-types/schemas.js';
 import type { Customer } from '../../customers/schemas.js';
-import { invalidParameter } from '../../errors.js';
 import type { StoredPointsProduct } from '../../points-products/service.js';
 import type { RewardFulfillment } from '../../reward-fulfillments/schemas.js';
 import type { VipTier } from '../../vip-tiers/schemas.js';
-import { lines, parseId, readJsonFile, run } from '../context.js';
+import { lines, pageLimit, parseId, readJsonFile, run } from '../context.js';
 
 // The points engine's commands: activity types, customer states, VIP tiers, points settings and
 // points products.
@@ -277,7 +276,7 @@ export function registerRewardFulfillmentCommands(program: Command): void {
             await services.rewardFulfillments.page(parseId(opts.account, 'account'), {
               ...(opts.code === undefined ? {} : { code: opts.code }),
               ...(opts.customer === undefined ? {} : { customer_id: parseId(opts.customer, 'customer') }),
-              ...(opts.limit === undefined ? {} : { limit: parseLimit(opts.limit) }),
+              ...(opts.limit === undefined ? {} : { limit: pageLimit(opts.limit) }),
             })
           ).reward_fulfillments,
         (all: RewardFulfillment[]) => all.map(fulfillmentLine).join('\n') || '(no reward fulfillments)',
@@ -319,11 +318,4 @@ export function registerRewardFulfillmentCommands(program: Command): void {
 function fulfillmentLine(f: RewardFulfillment): string {
   const expires = f.expires_at === null ? 'never expires' : `expires ${f.expires_at}`;
   return `${f.id}\t${f.code}\t${f.fulfillment_status}/${f.usage_status}\tcustomer ${f.customer_id}\t${f.name}\t${expires}`;
-}
-
-/** `--limit` as the API reads it: an integer from 1 to 250, else refused by name. */
-function parseLimit(value: string): number {
-  const n = Number(value);
-  if (!/^\d+$/.test(value) || n < 1 || n > 250) throw invalidParameter('limit', 'must be an integer from 1 to 250');
-  return n;
 }

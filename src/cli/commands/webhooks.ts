@@ -1,9 +1,7 @@
 import type { Command } from 'commander';
-import { invalidParameter } from '../../errors.js';
-import { MAX_LIMIT } from '../../pagination/schemas.js';
 import type { WebhookDelivery, WebhookEndpoint } from '../../webhooks/schemas.js';
 import type { EndpointOwner } from '../../webhooks/service.js';
-import { lines, parseId, run } from '../context.js';
+import { lines, pageLimit, parseId, run } from '../context.js';
 import { addWebhooksListenCommand } from './webhooks-listen.js';
 
 interface FieldOptions {
@@ -173,14 +171,6 @@ export function registerWebhookCommands(program: Command): void {
         (r) => `event ${r.event_id} queued for webhook endpoint ${r.webhook_endpoint_id}`,
       ),
     );
-}
-
-/** `--limit`: the API's bounds, refused as the API refuses them. */
-function pageLimit(value: string): number {
-  if (!/^[0-9]{1,3}$/.test(value) || Number(value) < 1 || Number(value) > MAX_LIMIT) {
-    throw invalidParameter('limit', `must be an integer from 1 to ${MAX_LIMIT}`);
-  }
-  return Number(value);
 }
 
 function endpointText(e: WebhookEndpoint): string {
