@@ -3,11 +3,13 @@ import { EVENTS_RETENTION_QUEUE } from '../events/service.js';
 import { HOUSEKEEPING_QUEUE } from '../housekeeping.js';
 import { POINTS_EXPIRY_QUEUE } from '../points-expiry/service.js';
 import { isRunning } from '../referrals/service.js';
+import { VIP_PERIODS_QUEUE } from '../vip-tiers/service.js';
 import { sendPage } from './pages.js';
 
 /** The recurring jobs' names on the overview, by key (the service's own work, for every account). */
 const SCHEDULED_WORK: Record<string, string> = {
   [POINTS_EXPIRY_QUEUE]: 'Points expiry (balances idle past the points settings, and their reminders)',
+  [VIP_PERIODS_QUEUE]: 'VIP periods (customers placed again as years end and points leave the 12 months)',
   [EVENTS_RETENTION_QUEUE]: 'Event retention (events and delivery logs past their keeping)',
   [HOUSEKEEPING_QUEUE]: 'Housekeeping (expired idempotency keys, sessions and codes)',
 };

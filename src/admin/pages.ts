@@ -129,6 +129,7 @@ export async function owned<T extends { id: number }>(items: Promise<T[]>, id: n
 /** The one-line messages a page shows after a change (`?notice=saved`); other values show nothing. */
 const NOTICES: Record<string, string> = {
   saved: 'Saved.',
+  placing: 'Saved. Every customer is being placed again in the new program: the count below shows how far it got.',
   created: 'Created.',
   deleted: 'Deleted.',
   enabled: 'Enabled.',

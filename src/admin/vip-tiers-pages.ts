@@ -24,6 +24,15 @@ const TIERS_FORM: FormView = {
   pointFields: ['milestone'],
 };
 
+/** The program's type, on the tiers' page. */
+const PROGRAM_FORM: FormView = {
+  view: 'vip-tiers',
+  title: 'VIP tiers',
+  root: 'vip_program',
+  fields: ['type'],
+  labels: { type: 'Program type' },
+};
+
 /** VIP tiers: listed and created on one page, each edited or deleted on its own. */
 const vipTiersPages: FastifyPluginAsyncTypebox = async (app) => {
   const { vipTiers } = app.services;
@@ -35,8 +44,26 @@ const vipTiersPages: FastifyPluginAsyncTypebox = async (app) => {
       title: TIERS_FORM.title,
       fieldLabels: TIERS_FORM.labels,
       tiers: await vipTiers.list(request.console!.user.accountId),
+      program: await vipTiers.programStatus(request.console!.user.accountId),
       values: {},
       notice: noticeFor(request.query.notice),
+    });
+  });
+
+  app.post('/vip-tiers/program', { ...typed, schema: post }, async (request, reply) => {
+    const { accountId } = request.console!.user;
+    return submitForm(request, reply, {
+      ...PROGRAM_FORM,
+      values: request.body,
+      data: async () => ({
+        tiers: await vipTiers.list(accountId),
+        program: await vipTiers.programStatus(accountId),
+        failedForm: 'program',
+      }),
+      save: async () => {
+        await vipTiers.setProgramType(accountId, new Form(request.body).text('type'));
+        return '/admin/vip-tiers?notice=placing';
+      },
     });
   });
 
@@ -45,7 +72,7 @@ const vipTiersPages: FastifyPluginAsyncTypebox = async (app) => {
     return submitForm(request, reply, {
       ...TIERS_FORM,
       values: request.body,
-      data: async () => ({ tiers: await vipTiers.list(accountId) }),
+      data: async () => ({ tiers: await vipTiers.list(accountId), program: await vipTiers.programStatus(accountId) }),
       save: async () => {
         await vipTiers.create(accountId, tierInput(new Form(request.body)));
         return '/admin/vip-tiers?notice=created';

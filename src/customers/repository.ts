@@ -2,10 +2,11 @@ import { type Kysely, PostgresAdapter, sql, type Transaction } from 'kysely';
 import type { Direction } from '../pagination/cursor.js';
 import { compiledQuery, pick } from '../storage/compiled-query.js';
 import type { CustomerRow, CustomerState, Database } from '../storage/schema.js';
+import { type StoredPlacement, toStoredPlacement } from '../vip-tiers/periods.js';
 import type { CustomerSummary } from './schemas.js';
 
 /** A customer as stored, in the domain's names (the service turns it into the API's form). */
-export interface StoredCustomer {
+export interface StoredCustomer extends StoredPlacement {
   readonly id: number;
   readonly accountId: number;
   readonly email: string;
@@ -17,7 +18,6 @@ export interface StoredCustomer {
   readonly pointsEarned: number;
   /** The referral code (a member's; null for a customer who never was one). */
   readonly referralCode: string | null;
-  readonly vipTierId: number | null;
   /** When their last points transaction or activity was recorded; null: never. */
   readonly lastActiveAt: number | null;
   /** The points_expire_at (ms) their last points-expiry reminder told of; null: none yet. */
@@ -292,7 +292,7 @@ function toStoredCustomer(row: CustomerRow): StoredCustomer {
     pointsBalance: row.points_balance,
     pointsEarned: row.points_earned,
     referralCode: row.referral_code,
-    vipTierId: row.vip_tier_id,
+    ...toStoredPlacement(row),
     lastActiveAt: row.last_active_at === null ? null : Number(row.last_active_at),
     expiryRemindedFor: row.expiry_reminded_for === null ? null : Number(row.expiry_reminded_for),
     createdAt: row.created_at,

@@ -45,18 +45,37 @@ export const CustomerStateSchema = StringEnum(
   'State in the loyalty program: only members earn and spend points',
 );
 
-/** The customer's place in the all-time VIP program. */
+const NullableTime = (description: string) =>
+  Type.Union([Type.String({ format: 'date-time' }), Type.Null()], { description });
+
+/** The customer's place in the account's VIP program (engine-contract.md, "VIP periods"). */
 export const VipStatus = Type.Object(
   {
     vip_tier_id: NullableInteger('Current VIP tier, or null'),
-    vip_tier_expires_at: Type.Null({ description: 'Always null: tiers of an all-time program do not expire' }),
-    progress_value: Type.Integer({ description: 'Points earned so far (all time; spending never lowers it)' }),
-    current_vip_period_end: Type.Null({ description: 'Always null: an all-time program has no periods' }),
-    delta_to_retain_vip_tier: Type.Null({ description: 'Always null: an all-time tier is kept for good' }),
-    next_vip_tier_id: NullableInteger('The tier with the next milestone above the points earned, or null'),
-    delta_to_next_vip_tier: NullableInteger('Points still to earn to reach the next tier, or null'),
+    vip_tier_expires_at: NullableTime(
+      'The last instant the tier is held unless more is earned: in a calendar-year program the end of the year ' +
+        'after the one whose points reached it; in a rolling program the end of the day enough points leave the ' +
+        '12 months to take progress below its milestone. Null without a tier, or in an all-time program',
+    ),
+    progress_value: Type.Integer({
+      description:
+        'Points earned in the current VIP period: all time (spending never lowers it), this calendar year (UTC), ' +
+        'or the last 12 months',
+    }),
+    current_vip_period_end: NullableTime(
+      'The last instant of this calendar year in a calendar-year program; null otherwise (an all-time program has ' +
+        'no periods, a rolling one always ends now)',
+    ),
+    delta_to_retain_vip_tier: NullableInteger(
+      'Points still to earn before vip_tier_expires_at to keep the tier past it; null when nothing more is needed, ' +
+        'without a tier, or in an all-time program',
+    ),
+    next_vip_tier_id: NullableInteger(
+      'The tier with the lowest milestone above both the current tier and the progress, or null',
+    ),
+    delta_to_next_vip_tier: NullableInteger('Points still to earn in this period to reach the next tier, or null'),
   },
-  { $id: 'VipStatus', description: "A customer's place in the all-time VIP program" },
+  { $id: 'VipStatus', description: "A customer's place in the account's VIP program" },
 );
 export type VipStatus = Static<typeof VipStatus>;
 

@@ -9,10 +9,11 @@ import { Cursors, keysetPage, type PageMetadata } from '../pagination/keyset.js'
 import { DEFAULT_LIMIT } from '../pagination/schemas.js';
 import type { PointsSettingsService } from '../points-settings/service.js';
 import { newReferralCode, referralUrl } from '../referrals/code.js';
-import type { CustomerState, Database } from '../storage/schema.js';
+import type { CustomerState, Database, VipProgramType } from '../storage/schema.js';
 import type { UnitOfWork, Work } from '../storage/unit-of-work.js';
 import { DAY_MS, parseTime } from '../time.js';
 import { validate } from '../validate.js';
+import { nextTier } from '../vip-tiers/periods.js';
 import type { VipTier } from '../vip-tiers/schemas.js';
 import type { VipTiersService } from '../vip-tiers/service.js';
 import {
@@ -42,6 +43,7 @@ import {
   type CustomerSummary,
   type CustomersPage,
   type CustomersQuery,
+  type VipStatus,
 } from './schemas.js';
 
 const CUSTOMERS_CURSOR = { resource: 'customers', filtered: true };
@@ -252,19 +254,23 @@ export class CustomersService {
     return toCustomer(customer, await this.programIn(w, customer.accountId), this.referralBase);
   }
 
-  /** What showing the account's customers needs: its tiers and its points expiry. */
+  /** What showing the account's customers needs: its VIP program and its points expiry. */
   private async program(accountId: number): Promise<ShownProgram> {
-    const [tiers, expiryDays] = await Promise.all([
-      this.vipTiers.list(accountId),
+    const [program, expiryDays] = await Promise.all([
+      this.vipTiers.program(accountId),
       this.pointsSettings.expiryDays(accountId),
     ]);
-    return { tiers, expiryDays };
+    return { vipProgram: program.type, tiers: program.tiers, expiryDays };
   }
 
   /** The same, read once per unit of work in its transaction. */
   private async programIn(w: Work, accountId: number): Promise<ShownProgram> {
-    const tiers = await this.vipTiers.tiersIn(w, accountId);
-    return { tiers, expiryDays: await this.pointsSettings.expiryIn(w, accountId) };
+    const program = await this.vipTiers.programIn(w, accountId);
+    return {
+      vipProgram: program.type,
+      tiers: program.tiers,
+      expiryDays: await this.pointsSettings.expiryIn(w, accountId),
+    };
   }
 
   /**
@@ -275,11 +281,11 @@ export class CustomersService {
   private async insertPlaced(w: Work, accountId: number, fields: CustomerFields): Promise<StoredCustomer | undefined> {
     const inserted = await insertCustomerIfAbsent(w.trx, this.row(accountId, fields, w.now));
     if (!inserted) return undefined;
-    const moved = await this.vipTiers.place(w, inserted);
+    const { fields: placement, move } = await this.vipTiers.place(w, inserted);
     // The placement sets updated_at to the work's time too, which the insert already wrote.
-    const created = moved ? { ...inserted, vipTierId: moved.vipTierId } : inserted;
+    const created = { ...inserted, ...placement };
     this.events.record(w, accountId, 'customer.created', { customer: await this.shownIn(w, created) });
-    if (moved) this.vipTiers.announce(w, accountId, moved);
+    if (move) this.vipTiers.announce(w, accountId, move);
     return created;
   }
 
@@ -304,6 +310,7 @@ export class CustomersService {
  */
 /** What a customer is shown with besides their row: the account's tiers and its points expiry. */
 export interface ShownProgram {
+  vipProgram: VipProgramType;
   tiers: readonly VipTier[];
   /** Days of inactivity before a balance expires; null: never. */
   expiryDays: number | null;
@@ -320,7 +327,8 @@ export function balanceExpiresAt(customer: StoredCustomer, lifetimeMs: number | 
 }
 
 export function toCustomer(customer: StoredCustomer, program: ShownProgram, referralBase: string): Customer {
-  const next = program.tiers.find((tier) => tier.milestone > customer.pointsEarned);
+  const vipStatus =
+    program.vipProgram === 'all_time' ? allTimeStatus(customer, program) : periodStatus(customer, program);
   const expiresAt = balanceExpiresAt(customer, program.expiryDays === null ? null : program.expiryDays * DAY_MS);
   return {
     id: customer.id,
@@ -333,16 +341,38 @@ export function toCustomer(customer: StoredCustomer, program: ShownProgram, refe
     points_expire_at: expiresAt === null ? null : isoTime(expiresAt),
     referral_url: referralUrl(referralBase, customer.referralCode),
     vip_tier_id: customer.vipTierId,
-    vip_status: {
-      vip_tier_id: customer.vipTierId,
-      vip_tier_expires_at: null,
-      progress_value: customer.pointsEarned,
-      current_vip_period_end: null,
-      delta_to_retain_vip_tier: null,
-      next_vip_tier_id: next?.id ?? null,
-      delta_to_next_vip_tier: next ? next.milestone - customer.pointsEarned : null,
-    },
+    vip_status: vipStatus,
     created_at: isoTime(customer.createdAt),
     updated_at: isoTime(customer.updatedAt),
   };
+}
+
+/** An all-time program's status: progress is every point earned, tiers never expire. */
+function allTimeStatus(customer: StoredCustomer, program: ShownProgram): VipStatus {
+  return {
+    vip_tier_id: customer.vipTierId,
+    vip_tier_expires_at: null,
+    progress_value: customer.pointsEarned,
+    current_vip_period_end: null,
+    delta_to_retain_vip_tier: null,
+    ...next(customer.vipTierId, customer.pointsEarned, program),
+  };
+}
+
+/** A period program's status, as its placement stored it (see vip-tiers/periods.ts). */
+function periodStatus(customer: StoredCustomer, program: ShownProgram): VipStatus {
+  const time = (ms: number | null) => (ms === null ? null : isoTime(ms));
+  return {
+    vip_tier_id: customer.vipTierId,
+    vip_tier_expires_at: time(customer.vipTierExpiresAt),
+    progress_value: customer.vipProgress,
+    current_vip_period_end: time(customer.vipPeriodEnd),
+    delta_to_retain_vip_tier: customer.vipRetainDelta,
+    ...next(customer.vipTierId, customer.vipProgress, program),
+  };
+}
+
+function next(tierId: number | null, progress: number, program: ShownProgram) {
+  const tier = nextTier(program.tiers, tierId, progress);
+  return { next_vip_tier_id: tier?.id ?? null, delta_to_next_vip_tier: tier ? tier.milestone - progress : null };
 }

@@ -262,3 +262,15 @@ export async function findQueueBacklog(
 export async function findJobByKey(db: Kysely<Database>, uniqueKey: string): Promise<JobRow | undefined> {
   return db.selectFrom('jobs').selectAll().where('unique_key', '=', uniqueKey).executeTakeFirst();
 }
+
+/** Makes the recurring job `key` due at `now` unless it is leased or due already; answers how many rows moved. */
+export async function makeRecurringDue(trx: Transaction<Database>, uniqueKey: string, now: number): Promise<number> {
+  const result = await trx
+    .updateTable('jobs')
+    .set({ run_at: now })
+    .where('unique_key', '=', uniqueKey)
+    .where('lease_owner', 'is', null)
+    .where('run_at', '>', now)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows);
+}

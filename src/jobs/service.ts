@@ -11,6 +11,7 @@ import {
   findRecurringJobs,
   insertJobOnce,
   insertJobs,
+  makeRecurringDue,
   moveGroup,
   PARKED_AT,
 } from './repository.js';
@@ -167,6 +168,14 @@ export class JobsService {
       run_at: runAt,
       created_at: this.clock.now(),
     });
+  }
+
+  /**
+   * Makes the recurring job `key` due now, in the work's transaction, unless a process runs it
+   * (its run then says when it is next due); the runners are woken once the work commits.
+   */
+  async dueNow(w: Work, key: string): Promise<void> {
+    if ((await makeRecurringDue(w.trx, key, w.now)) > 0) await this.announce(w);
   }
 
   /** The recurring job `key`, if it exists (when it runs next, how many times it ran). */

@@ -121,14 +121,14 @@ export class PointsTransactionsService {
       created_by_user_id: entry.createdByUserId ?? null,
       counts_as_earned: counts ? 1 : 0,
     });
-    const moved = counts && entry.pointsChange > 0 ? await this.vipTiers.place(w, customer) : undefined;
+    const placed = counts && entry.pointsChange > 0 ? await this.vipTiers.place(w, customer) : undefined;
     // What the database now holds: the ledger's trigger moved the balance, points earned,
-    // updated_at and last_active_at (to the entry's created_at, the work's time); a move set the tier.
+    // updated_at and last_active_at (to the entry's created_at, the work's time); the placement set its columns.
     const after: LockedCustomer = {
       ...customer,
+      ...placed?.fields,
       pointsBalance: balance,
       pointsEarned: earned,
-      vipTierId: moved === undefined ? customer.vipTierId : moved.vipTierId,
       updatedAt: w.now,
       lastActiveAt: Math.max(customer.lastActiveAt ?? w.now, w.now),
     };
@@ -136,7 +136,7 @@ export class PointsTransactionsService {
       points_transaction: transaction,
       customer: await this.customers.shownIn(w, after),
     });
-    if (moved) this.vipTiers.announce(w, customer.accountId, moved);
+    if (placed?.move) this.vipTiers.announce(w, customer.accountId, placed.move);
     return { transaction, customer: after };
   }
 

@@ -35,6 +35,7 @@ export interface Database {
   webhook_attempts: WebhookAttemptsTable;
   jobs: JobsTable;
   vip_tier_changes: VipTierChangesTable;
+  vip_earnings: VipEarningsTable;
   referrals: ReferralsTable;
   referral_clicks: ReferralClicksTable;
 }
@@ -45,7 +46,13 @@ export interface AccountsTable {
   created_at: number;
   /** Raised with every change to the account's earning rules (page cache validation). */
   earning_rules_version: Generated<number>;
+  /** The VIP program's type (engine-contract.md, "VIP periods"). */
+  vip_program: Generated<VipProgramType>;
+  /** Raised with every change of the type: customers placed for an older one are placed again. */
+  vip_program_version: Generated<number>;
 }
+
+export type VipProgramType = 'all_time' | 'calendar_year' | 'rolling_12_months';
 
 export interface ApiKeysTable {
   id: Generated<number>;
@@ -116,6 +123,18 @@ export interface CustomersTable {
   last_active_at: Generated<number | null>;
   /** The points_expire_at (ms) their last points-expiry reminder told of: one reminder per date. */
   expiry_reminded_for: Generated<number | null>;
+  /** A period program's progress: points earned in the period (all-time programs read points_earned). */
+  vip_progress: Generated<number>;
+  /** When the tier a period program gave expires (ms); null: no tier, or an all-time program. */
+  vip_tier_expires_at: Generated<number | null>;
+  /** The last instant of the current calendar-year period (ms); null otherwise. */
+  vip_period_end: Generated<number | null>;
+  /** Points still to earn before the tier expires to keep it past then; null: nothing needed. */
+  vip_retain_delta: Generated<number | null>;
+  /** When time alone changes the placement (a year ends, points leave the window); null: never. */
+  vip_recheck_at: Generated<number | null>;
+  /** The account's vip_program_version this placement was made for. */
+  vip_program_version: Generated<number>;
 }
 
 export type CustomerState = 'candidate' | 'member' | 'disabled';
@@ -309,6 +328,14 @@ export interface VipTiersTable {
 }
 
 /** A customer's move from one VIP tier to another (either may be null: in no tier). */
+/** Points a customer earned on one UTC day (kept by the ledger's trigger). */
+export interface VipEarningsTable {
+  customer_id: number;
+  /** Days since 1970-01-01, UTC. */
+  day: number;
+  points: number;
+}
+
 export interface VipTierChangesTable {
   id: Generated<number>;
   account_id: number;

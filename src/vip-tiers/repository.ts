@@ -1,7 +1,8 @@
 import { type ExpressionBuilder, type Kysely, PostgresAdapter, sql, type Transaction } from 'kysely';
 import { compiledQuery } from '../storage/compiled-query.js';
 import { isUniqueViolation } from '../storage/errors.js';
-import type { Database, VipTierRow } from '../storage/schema.js';
+import type { Database, VipProgramType, VipTierRow } from '../storage/schema.js';
+import { type DayEarning, type StoredPlacement, toStoredPlacement } from './periods.js';
 import type { VipTier, VipTierInput, VipTierPatch } from './schemas.js';
 
 /** The account's tiers, ascending milestone. */
@@ -94,7 +95,9 @@ export async function deleteTier(trx: Transaction<Database>, id: number): Promis
  */
 export async function lockAccountTiers(trx: Transaction<Database>, accountId: number): Promise<void> {
   if (!(trx.getExecutor().adapter instanceof PostgresAdapter)) return;
-  await trx.selectFrom('accounts').select('id').where('id', '=', accountId).forUpdate().execute();
+  // NO KEY UPDATE: it serialises the account's tier changes without holding back the inserts
+  // whose foreign keys name the account (they take KEY SHARE, which FOR UPDATE would block).
+  await trx.selectFrom('accounts').select('id').where('id', '=', accountId).forNoKeyUpdate().execute();
 }
 
 /**
@@ -260,4 +263,227 @@ function toVipTier(row: VipTierRow): VipTier {
     perks: JSON.parse(row.perks) as { name: string }[],
     entry_rewards: [],
   };
+}
+
+/** The account's VIP program: its type, the version of that type, and its tiers (ascending milestone). */
+export interface StoredProgram {
+  readonly type: VipProgramType;
+  readonly version: number;
+  readonly tiers: VipTier[];
+}
+
+/** The account's program and tiers in one statement; undefined for an unknown account. */
+export async function findProgram(db: Kysely<Database>, accountId: number): Promise<StoredProgram | undefined> {
+  const rows = await findProgramQuery(db, { accountId });
+  const first = rows[0];
+  if (!first) return undefined;
+  const tiers = rows.flatMap((row) =>
+    row.id === null
+      ? []
+      : [
+          toVipTier({
+            id: row.id,
+            account_id: accountId,
+            name: row.name!,
+            image_url: row.image_url!,
+            milestone: row.milestone!,
+            perks: row.perks!,
+            created_at: 0,
+            updated_at: 0,
+          }),
+        ],
+  );
+  return { type: first.vip_program, version: Number(first.vip_program_version), tiers };
+}
+
+const findProgramQuery = compiledQuery((db, v: { accountId: number }) =>
+  db
+    .selectFrom('accounts')
+    .leftJoin('vip_tiers', 'vip_tiers.account_id', 'accounts.id')
+    .select([
+      'accounts.vip_program',
+      'accounts.vip_program_version',
+      'vip_tiers.id',
+      'vip_tiers.name',
+      'vip_tiers.image_url',
+      'vip_tiers.milestone',
+      'vip_tiers.perks',
+    ])
+    .where('accounts.id', '=', v.accountId)
+    .orderBy('vip_tiers.milestone'),
+);
+
+/**
+ * Sets the account's program type; its new version, or undefined when it already had this type
+ * (nothing written).
+ */
+export async function updateProgramType(
+  trx: Transaction<Database>,
+  accountId: number,
+  type: VipProgramType,
+): Promise<number | undefined> {
+  const row = await trx
+    .updateTable('accounts')
+    .set((eb) => ({ vip_program: type, vip_program_version: eb('vip_program_version', '+', 1) }))
+    .where('id', '=', accountId)
+    .where('vip_program', '<>', type)
+    .returning('vip_program_version')
+    .executeTakeFirst();
+  return row && Number(row.vip_program_version);
+}
+
+/** The earnings of these customers from `fromDay` on, by customer, ascending day. */
+export async function findEarnings(
+  db: Kysely<Database>,
+  customerIds: readonly number[],
+  fromDay: number,
+): Promise<Map<number, DayEarning[]>> {
+  const byCustomer = new Map<number, DayEarning[]>();
+  if (customerIds.length === 0) return byCustomer;
+  const rows =
+    customerIds.length === 1
+      ? await findOneEarningsQuery(db, { customerId: customerIds[0]!, fromDay })
+      : await db
+          .selectFrom('vip_earnings')
+          .select(['customer_id', 'day', 'points'])
+          .where('customer_id', 'in', customerIds)
+          .where('day', '>=', fromDay)
+          .orderBy('customer_id')
+          .orderBy('day')
+          .execute();
+  for (const row of rows) {
+    const id = Number(row.customer_id);
+    const list = byCustomer.get(id) ?? [];
+    if (list.length === 0) byCustomer.set(id, list);
+    list.push({ day: Number(row.day), points: Number(row.points) });
+  }
+  return byCustomer;
+}
+
+const findOneEarningsQuery = compiledQuery((db, v: { customerId: number; fromDay: number }) =>
+  db
+    .selectFrom('vip_earnings')
+    .select(['customer_id', 'day', 'points'])
+    .where('customer_id', '=', v.customerId)
+    .where('day', '>=', v.fromDay)
+    .orderBy('day'),
+);
+
+/** Writes a customer's placement; `touch`: their updated_at moves to `now` too (the job's changes). */
+export async function storePlacement(
+  trx: Transaction<Database>,
+  customerId: number,
+  placement: StoredPlacement,
+  now: number | null,
+): Promise<void> {
+  await storePlacementQuery(trx, { customerId, ...placement, now });
+}
+
+const storePlacementQuery = compiledQuery(
+  (db, v: { [K in keyof StoredPlacement]: StoredPlacement[K] } & { customerId: number; now: number | null }) =>
+    db
+      .updateTable('customers')
+      .set((eb) => ({
+        vip_tier_id: v.vipTierId,
+        vip_progress: v.vipProgress,
+        vip_tier_expires_at: v.vipTierExpiresAt,
+        vip_period_end: v.vipPeriodEnd,
+        vip_retain_delta: v.vipRetainDelta,
+        vip_recheck_at: v.vipRecheckAt,
+        vip_program_version: v.vipProgramVersion,
+        updated_at: eb.fn.coalesce(eb.val(v.now), eb.ref('updated_at')),
+      }))
+      .where('id', '=', v.customerId),
+);
+
+/** How many of the account's customers were placed for another program version (still to place again). */
+export async function countCustomersToPlace(db: Kysely<Database>, accountId: number, version: number) {
+  const row = await db
+    .selectFrom('customers')
+    .select((eb) => [
+      eb.fn.countAll<number>().as('total'),
+      eb.fn.sum<number>(eb.case().when('vip_program_version', '<>', version).then(1).else(0).end()).as('waiting'),
+    ])
+    .where('account_id', '=', accountId)
+    .executeTakeFirstOrThrow();
+  return { total: Number(row.total), waiting: Number(row.waiting ?? 0) };
+}
+
+/**
+ * Accounts the periods job looks at: those whose program is a period one, and those whose type
+ * ever changed (customers placed for an older version may be left there).
+ */
+export async function findPeriodAccounts(db: Kysely<Database>): Promise<{ accountId: number; version: number }[]> {
+  const rows = await db
+    .selectFrom('accounts')
+    .select(['id', 'vip_program_version'])
+    .where((eb) => eb.or([eb('vip_program', '<>', 'all_time'), eb('vip_program_version', '>', 0)]))
+    .orderBy('id')
+    .execute();
+  return rows.map((row) => ({ accountId: Number(row.id), version: Number(row.vip_program_version) }));
+}
+
+/**
+ * Up to `limit` of the account's customer ids after `after`, ascending; with `due`, only those whose
+ * placement is due: made for another program version, or changed by time by `due.now`. Read
+ * through the (account_id, id) index: the vip_ columns have none (see the migration
+ * 2026-11-27T1300-vip-periods).
+ */
+export async function findCustomerIds(
+  db: Kysely<Database>,
+  accountId: number,
+  after: number,
+  limit: number,
+  due?: { version: number; now: number },
+): Promise<number[]> {
+  const rows = await db
+    .selectFrom('customers')
+    .select('id')
+    .where('account_id', '=', accountId)
+    .where('id', '>', after)
+    .$if(due !== undefined, (q) =>
+      q.where((eb) => eb.or([eb('vip_program_version', '<>', due!.version), eb('vip_recheck_at', '<=', due!.now)])),
+    )
+    .orderBy('id')
+    .limit(limit)
+    .execute();
+  return rows.map((row) => Number(row.id));
+}
+
+/** A customer's placement and what an all-time program places them by, locked until the transaction ends. */
+export interface LockedPlacement extends StoredPlacement {
+  readonly id: number;
+  readonly pointsEarned: number;
+}
+
+/** These customers of the account, locked (PostgreSQL `FOR UPDATE`), ascending id. */
+export async function lockPlacements(
+  trx: Transaction<Database>,
+  accountId: number,
+  ids: readonly number[],
+): Promise<LockedPlacement[]> {
+  if (ids.length === 0) return [];
+  const rows = await trx
+    .selectFrom('customers')
+    .select([
+      'id',
+      'points_earned',
+      'vip_tier_id',
+      'vip_progress',
+      'vip_tier_expires_at',
+      'vip_period_end',
+      'vip_retain_delta',
+      'vip_recheck_at',
+      'vip_program_version',
+    ])
+    .where('account_id', '=', accountId)
+    .where('id', 'in', ids)
+    .orderBy('id')
+    .$if(trx.getExecutor().adapter instanceof PostgresAdapter, (q) => q.forUpdate())
+    .execute();
+  return rows.map((row) => ({
+    id: Number(row.id),
+    pointsEarned: Number(row.points_earned),
+    ...toStoredPlacement(row),
+  }));
 }

@@ -8,9 +8,11 @@ declare module '../services.js' {
   }
 }
 
-/** VIP tiers and the placement of customers in them. */
+/** VIP tiers, the program's type and periods, and the placement of customers in them. */
 export const vipTiersRoom = defineRoom({
   name: 'vipTiers',
   routes,
-  service: ({ db, uow, services }) => new VipTiersService(db.kysely, uow, services.accounts, services.events),
+  service: ({ clock, db, uow, services }) =>
+    new VipTiersService(db.kysely, clock, uow, services.accounts, services.events, services.jobs),
+  jobs: (services) => [services.vipTiers.job()],
 });

@@ -1,22 +1,43 @@
 import type { Kysely } from 'kysely';
 import type { AccountsService } from '../accounts/service.js';
+import type { Clock } from '../clock.js';
 import { isoTime } from '../common-schemas.js';
 import { invalidParameter, notFound } from '../errors.js';
 import type { EventsService } from '../events/service.js';
+import type { JobHandler, JobsService } from '../jobs/service.js';
 import type { Database } from '../storage/schema.js';
 import { OncePerWork, type UnitOfWork, type Work } from '../storage/unit-of-work.js';
+import { DAY_MS } from '../time.js';
 import { validate } from '../validate.js';
+import {
+  earningsFrom,
+  type PeriodProgramType,
+  placeInPeriod,
+  type StoredPlacement,
+  tierFor,
+  VIP_PROGRAM_TYPES,
+  type VipProgramType,
+} from './periods.js';
 import {
   assignAccountTiers,
   assignCustomerTier,
+  countCustomersToPlace,
   deleteTier,
+  findCustomerIds,
+  findEarnings,
+  findPeriodAccounts,
+  findProgram,
   findTier,
   insertAccountTierChanges,
   insertTier,
   insertTierChange,
   listTiers,
   lockAccountTiers,
+  lockPlacements,
+  type StoredProgram,
   type StoredTierChange,
+  storePlacement,
+  updateProgramType,
   updateTier,
 } from './repository.js';
 import { type VipTier, type VipTierChange, VipTierInput, VipTierPatch, type VipTierSummary } from './schemas.js';
@@ -37,6 +58,41 @@ export interface PlacedCustomer {
   readonly vipTierId: number | null;
 }
 
+/** What placing one customer wrote: the placement's columns, and the move when it changed their tier. */
+export interface Placed {
+  readonly fields: Partial<StoredPlacement>;
+  readonly move?: TierMove;
+}
+
+/** The account's VIP program: its type and tiers (ascending milestone). */
+export type VipProgram = StoredProgram;
+
+/** The account's program as the console shows it: its type, and how many customers wait to be placed again. */
+export interface VipProgramStatus {
+  readonly type: VipProgramType;
+  readonly customers: number;
+  readonly waiting: number;
+}
+
+/** What placing an account's customers again did. */
+export interface PlacementRun {
+  readonly placed: number;
+  readonly moved: number;
+}
+
+/** The job runner's queue (and recurring job) of the period programs. */
+export const VIP_PERIODS_QUEUE = 'vip_periods';
+/** The periods job runs at every UTC midnight, and this often between (customers left to place again). */
+const VIP_PERIODS_INTERVAL_MS = 60 * 60 * 1000;
+/** How long one run works before it lets the runner schedule the rest (its lease is 30 s or more). */
+const PASS_BUDGET_MS = 10_000;
+/** Customers read per statement while looking for those due. */
+const READ_BATCH = 1000;
+/** Customers placed per transaction: short ones, that never hold the API back for long. */
+const WRITE_BATCH = 200;
+
+const NO_PROGRAM: StoredProgram = { type: 'all_time', version: 0, tiers: [] };
+
 /**
  * VIP tiers of an all-time program: a customer is in the tier with the highest milestone at or
  * below their points earned. Every change to the tiers places the account's customers again in
@@ -44,14 +100,16 @@ export interface PlacedCustomer {
  * event in the transaction that made it.
  */
 export class VipTiersService {
-  /** The account's tiers as each unit of work first read them (a work that credits reads them once). */
-  private readonly tiersOfWork = new OncePerWork<number, VipTier[]>();
+  /** The account's program as each unit of work first read it (a work that credits reads it once). */
+  private readonly programOfWork = new OncePerWork<number, VipProgram>();
 
   constructor(
     private readonly db: Kysely<Database>,
+    private readonly clock: Clock,
     private readonly uow: UnitOfWork,
     private readonly accounts: AccountsService,
     private readonly events: EventsService,
+    private readonly jobs: JobsService,
   ) {}
 
   /** The account's tiers, ascending milestone. */
@@ -64,28 +122,57 @@ export class VipTiersService {
    * the customers a work shows in its events are told of (their next tier). A work that changes
    * tiers reads them itself, after the change.
    */
-  tiersIn(w: Work, accountId: number): Promise<VipTier[]> {
-    return this.tiersOfWork.get(w, accountId, () => listTiers(w.trx, accountId));
+  async tiersIn(w: Work, accountId: number): Promise<VipTier[]> {
+    return (await this.programIn(w, accountId)).tiers;
+  }
+
+  /** The account's program (type and tiers), read once per unit of work in its transaction. */
+  programIn(w: Work, accountId: number): Promise<VipProgram> {
+    return this.programOfWork.get(w, accountId, async () => (await findProgram(w.trx, accountId)) ?? NO_PROGRAM);
+  }
+
+  /** The account's program (type and tiers). */
+  async program(accountId: number): Promise<VipProgram> {
+    return (await findProgram(this.db, accountId)) ?? NO_PROGRAM;
   }
 
   /**
-   * Places one customer in the tier their points earned give them, in the work's transaction
-   * (after a credit, or as a new customer): the move when it changed their tier (its change row
-   * written), undefined otherwise (then nothing more than the one UPDATE). The caller records the
+   * Places one customer, in the work's transaction (after a credit, or as a new customer): in an
+   * all-time program in the tier their points earned give them (one UPDATE, nothing more unless it
+   * moved them); in a period program as its rules make of their earnings. Answers the columns it
+   * wrote and the move when it changed their tier (its change row written). The caller records the
    * move's event with `announce`, after the events of the change that caused it.
    */
-  async place(w: Work, customer: PlacedCustomer): Promise<TierMove | undefined> {
-    const moved = await assignCustomerTier(w.trx, customer.id, w.now);
-    if (!moved) return undefined;
+  async place(w: Work, customer: PlacedCustomer): Promise<Placed> {
+    const program = await this.programIn(w, customer.accountId);
+    if (program.type === 'all_time') {
+      const moved = await assignCustomerTier(w.trx, customer.id, w.now);
+      if (!moved) return { fields: {} };
+      const move = await this.moveOf(w, customer, moved.vipTierId, program.tiers);
+      return { fields: { vipTierId: moved.vipTierId }, move };
+    }
+    const earnings = await findEarnings(w.trx, [customer.id], earningsFrom(program.type, w.now));
+    const placement = periodPlacement(program, program.type, w.now, earnings.get(customer.id) ?? []);
+    await storePlacement(w.trx, customer.id, placement, null);
+    if (placement.vipTierId === customer.vipTierId) return { fields: placement };
+    return { fields: placement, move: await this.moveOf(w, customer, placement.vipTierId, program.tiers) };
+  }
+
+  /** Writes the change row of a customer's move to `vipTierId`. */
+  private async moveOf(
+    w: Work,
+    customer: PlacedCustomer,
+    vipTierId: number | null,
+    tiers: readonly VipTier[],
+  ): Promise<TierMove> {
     const stored = await insertTierChange(w.trx, {
       accountId: customer.accountId,
       customerId: customer.id,
       previousTierId: customer.vipTierId,
-      currentTierId: moved.vipTierId,
+      currentTierId: vipTierId,
       now: w.now,
     });
-    const tiers = await this.tiersIn(w, customer.accountId);
-    return { vipTierId: moved.vipTierId, change: toVipTierChange(stored, tiers) };
+    return { vipTierId, change: toVipTierChange(stored, tiers) };
   }
 
   /** Records `customer.vip_tier_changed` for a move `place` made. */
@@ -131,12 +218,150 @@ export class VipTiersService {
     return { deleted: true };
   }
 
+  /** The account's program type, and how many of its customers wait to be placed for it. */
+  async programStatus(accountId: number): Promise<VipProgramStatus> {
+    await this.accounts.require(accountId);
+    const program = await this.program(accountId);
+    const { total, waiting } = await countCustomersToPlace(this.db, accountId, program.version);
+    return { type: program.type, customers: total, waiting };
+  }
+
   /**
-   * Places every customer of the account again (but in `excluded`), set-based: the change rows of
-   * those who move (one INSERT … SELECT), then their update (one UPDATE), then one event each, in
-   * ascending change id. Nothing more when no one moves.
+   * Changes the account's program type (`all_time`, `calendar_year`, `rolling_12_months`). Its
+   * customers are then placed again, a batch per transaction, by the periods job of any process
+   * (woken at once), or by `placeAgain` (the CLI, which shows its progress). The type it already
+   * has changes nothing.
+   */
+  async setProgramType(accountId: number, type: string): Promise<VipProgramStatus> {
+    if (!(VIP_PROGRAM_TYPES as readonly string[]).includes(type)) {
+      throw invalidParameter('vip_program.type', `must be one of ${VIP_PROGRAM_TYPES.join(', ')}`);
+    }
+    await this.accounts.require(accountId);
+    await this.uow.run(async (w) => {
+      await lockAccountTiers(w.trx, accountId);
+      const version = await updateProgramType(w.trx, accountId, type as VipProgramType);
+      if (version !== undefined) await this.jobs.dueNow(w, VIP_PERIODS_QUEUE);
+    });
+    return this.programStatus(accountId);
+  }
+
+  /**
+   * Places again every customer of the account whose placement is due (made for another program
+   * type, or changed by time), a batch per transaction; `progress` hears after each batch.
+   */
+  async placeAgain(accountId: number, progress?: (run: PlacementRun) => void): Promise<PlacementRun> {
+    const run = { placed: 0, moved: 0 };
+    await this.placeDue(accountId, run, Number.POSITIVE_INFINITY, progress);
+    return run;
+  }
+
+  /**
+   * The recurring job of the period programs: at every UTC midnight (a year's end, points leaving a
+   * rolling window) and every hour between, it places again every customer whose placement is due;
+   * a pass that ran out of its time goes on at once, as a new run.
+   */
+  job(): JobHandler {
+    return {
+      queue: VIP_PERIODS_QUEUE,
+      schedule: { key: VIP_PERIODS_QUEUE },
+      run: async () => {
+        const finished = await this.runPass(performance.now() + PASS_BUDGET_MS);
+        const now = this.clock.now();
+        const midnight = (Math.floor(now / DAY_MS) + 1) * DAY_MS;
+        return { retryAt: finished ? Math.min(midnight, now + VIP_PERIODS_INTERVAL_MS) : now };
+      },
+    };
+  }
+
+  /** Places every due customer of every account that has any, until done or `until` (performance.now()). */
+  async runPass(until = Number.POSITIVE_INFINITY): Promise<boolean> {
+    for (const { accountId } of await findPeriodAccounts(this.db)) {
+      if (!(await this.placeDue(accountId, { placed: 0, moved: 0 }, until))) return false;
+    }
+    return true;
+  }
+
+  /** One account's due customers, read in id order, placed in short transactions; whether it got through them. */
+  private async placeDue(
+    accountId: number,
+    run: { placed: number; moved: number },
+    until: number,
+    progress?: (run: PlacementRun) => void,
+  ): Promise<boolean> {
+    let after = 0;
+    for (;;) {
+      if (performance.now() > until) return false;
+      const { version } = await this.program(accountId);
+      const due = await findCustomerIds(this.db, accountId, after, READ_BATCH, { version, now: this.clock.now() });
+      if (due.length === 0) return true;
+      after = due[due.length - 1]!;
+      for (let i = 0; i < due.length; i += WRITE_BATCH) {
+        const batch = due.slice(i, i + WRITE_BATCH);
+        run.moved += await this.uow.run(async (w) => {
+          await lockAccountTiers(w.trx, accountId);
+          return this.placeBatch(w, accountId, await findProgram(w.trx, accountId), batch);
+        });
+        run.placed += batch.length;
+        progress?.({ ...run });
+      }
+    }
+  }
+
+  /**
+   * Places these customers of the account under their locks, as `program` says (`excluded`: a tier
+   * about to be deleted, which places no one), writing only those whose placement changed, with a
+   * change row and an event for each move; answers how many moved.
+   */
+  private async placeBatch(
+    w: Work,
+    accountId: number,
+    program: StoredProgram | undefined,
+    ids: readonly number[],
+    excluded: number | null = null,
+  ): Promise<number> {
+    if (!program) return 0;
+    const tiers = program.tiers.filter((tier) => tier.id !== excluded);
+    const rows = await lockPlacements(w.trx, accountId, ids);
+    const earnings =
+      program.type === 'all_time'
+        ? new Map()
+        : await findEarnings(
+            w.trx,
+            rows.map((row) => row.id),
+            earningsFrom(program.type, w.now),
+          );
+    let moved = 0;
+    for (const row of rows) {
+      const placement =
+        program.type === 'all_time'
+          ? allTimePlacement(tiers, row.pointsEarned, program.version)
+          : periodPlacement({ ...program, tiers }, program.type, w.now, earnings.get(row.id) ?? []);
+      if (samePlacement(placement, row)) continue;
+      await storePlacement(w.trx, row.id, placement, w.now);
+      if (placement.vipTierId === row.vipTierId) continue;
+      const { change } = await this.moveOf(w, { ...row, accountId }, placement.vipTierId, program.tiers);
+      this.events.record(w, accountId, 'customer.vip_tier_changed', { vip_tier_change: change });
+      moved++;
+    }
+    return moved;
+  }
+
+  /**
+   * Places every customer of the account again (but in `excluded`). An all-time program's are
+   * placed set-based: the change rows of those who move (one INSERT … SELECT), then their update
+   * (one UPDATE), then one event each, in ascending change id; nothing more when no one moves. A
+   * period program's are placed by its rules, a thousand at a time, in the same transaction.
    */
   private async placeAll(w: Work, accountId: number, excluded: number | null = null): Promise<void> {
+    const program = await findProgram(w.trx, accountId);
+    if (program && program.type !== 'all_time') {
+      for (let after = 0; ; ) {
+        const ids = await findCustomerIds(w.trx, accountId, after, READ_BATCH);
+        if (ids.length === 0) return;
+        await this.placeBatch(w, accountId, program, ids, excluded);
+        after = ids[ids.length - 1]!;
+      }
+    }
     const changes = await insertAccountTierChanges(w.trx, accountId, w.now, excluded);
     if (changes.length === 0) return;
     await assignAccountTiers(w.trx, accountId, w.now, excluded);
@@ -155,6 +380,50 @@ export class VipTiersService {
     await lockAccountTiers(w.trx, tier.accountId);
     return tier;
   }
+}
+
+/** A placement by a period program's rules, as stored. */
+function periodPlacement(
+  program: StoredProgram,
+  type: PeriodProgramType,
+  now: number,
+  earnings: Parameters<typeof placeInPeriod>[2],
+): StoredPlacement {
+  const placement = placeInPeriod(type, now, earnings, program.tiers);
+  return {
+    vipTierId: placement.vipTierId,
+    vipProgress: placement.progress,
+    vipTierExpiresAt: placement.tierExpiresAt,
+    vipPeriodEnd: placement.periodEnd,
+    vipRetainDelta: placement.retainDelta,
+    vipRecheckAt: placement.recheckAt,
+    vipProgramVersion: program.version,
+  };
+}
+
+/** A placement in an all-time program, as stored: the tier points earned reach, no period. */
+function allTimePlacement(tiers: readonly VipTier[], pointsEarned: number, version: number): StoredPlacement {
+  return {
+    vipTierId: tierFor(tiers, pointsEarned)?.id ?? null,
+    vipProgress: 0,
+    vipTierExpiresAt: null,
+    vipPeriodEnd: null,
+    vipRetainDelta: null,
+    vipRecheckAt: null,
+    vipProgramVersion: version,
+  };
+}
+
+function samePlacement(a: StoredPlacement, b: StoredPlacement): boolean {
+  return (
+    a.vipTierId === b.vipTierId &&
+    a.vipProgress === b.vipProgress &&
+    a.vipTierExpiresAt === b.vipTierExpiresAt &&
+    a.vipPeriodEnd === b.vipPeriodEnd &&
+    a.vipRetainDelta === b.vipRetainDelta &&
+    a.vipRecheckAt === b.vipRecheckAt &&
+    a.vipProgramVersion === b.vipProgramVersion
+  );
 }
 
 /** The API form of a change: its tiers named from `tiers` (the account's, which hold both). */

@@ -1156,21 +1156,21 @@ export interface components {
              */
             updated_at: string;
         };
-        /** @description A customer's place in the all-time VIP program */
+        /** @description A customer's place in the account's VIP program */
         VipStatus: {
             /** @description Current VIP tier, or null */
             vip_tier_id: number | null;
-            /** @description Always null: tiers of an all-time program do not expire */
-            vip_tier_expires_at: null;
-            /** @description Points earned so far (all time; spending never lowers it) */
+            /** @description The last instant the tier is held unless more is earned: in a calendar-year program the end of the year after the one whose points reached it; in a rolling program the end of the day enough points leave the 12 months to take progress below its milestone. Null without a tier, or in an all-time program */
+            vip_tier_expires_at: string | null;
+            /** @description Points earned in the current VIP period: all time (spending never lowers it), this calendar year (UTC), or the last 12 months */
             progress_value: number;
-            /** @description Always null: an all-time program has no periods */
-            current_vip_period_end: null;
-            /** @description Always null: an all-time tier is kept for good */
-            delta_to_retain_vip_tier: null;
-            /** @description The tier with the next milestone above the points earned, or null */
+            /** @description The last instant of this calendar year in a calendar-year program; null otherwise (an all-time program has no periods, a rolling one always ends now) */
+            current_vip_period_end: string | null;
+            /** @description Points still to earn before vip_tier_expires_at to keep the tier past it; null when nothing more is needed, without a tier, or in an all-time program */
+            delta_to_retain_vip_tier: number | null;
+            /** @description The tier with the lowest milestone above both the current tier and the progress, or null */
             next_vip_tier_id: number | null;
-            /** @description Points still to earn to reach the next tier, or null */
+            /** @description Points still to earn in this period to reach the next tier, or null */
             delta_to_next_vip_tier: number | null;
         };
         /**

@@ -22,6 +22,9 @@ export class FakeClock implements Clock {
   advance(ms: number): void {
     this.current += ms;
   }
+  set(ms: number): void {
+    this.current = ms;
+  }
 }
 
 /** A new, empty database URL of this pass's engine (nothing migrated), and how to drop it. */

@@ -3,6 +3,7 @@ import type { ActivityType } from '../../activity-types/schemas.js';
 import type { Customer } from '../../customers/schemas.js';
 import type { StoredPointsProduct } from '../../points-products/service.js';
 import type { RewardFulfillment } from '../../reward-fulfillments/schemas.js';
+import { VIP_PROGRAM_TYPES } from '../../vip-tiers/periods.js';
 import type { VipTier } from '../../vip-tiers/schemas.js';
 import { lines, pageLimit, parseId, readJsonFile, run } from '../context.js';
 
@@ -97,7 +98,10 @@ export function registerVipTierCommands(program: Command): void {
     .description('create a tier: customers whose points earned reach its milestone move into it')
     .requiredOption('--account <id>', 'the account')
     .requiredOption('--name <name>', 'display name (1 to 255 characters)')
-    .requiredOption('--milestone <points>', 'points earned (all time) from which a customer is in the tier')
+    .requiredOption(
+      '--milestone <points>',
+      "points earned (in the program's period) from which a customer is in the tier",
+    )
     .option('--image-url <url>', 'image of the tier (http or https)')
     .option('--perk <text>', 'a benefit of the tier (repeat for several)', collect)
     .action((opts: TierOptions, cmd: Command) =>
@@ -133,6 +137,31 @@ export function registerVipTierCommands(program: Command): void {
         cmd,
         ({ services }) => services.vipTiers.update(parseId(id), fields(opts)),
         (tier: VipTier) => `VIP tier ${tier.id} updated: ${tier.name} from ${tier.milestone} points`,
+      ),
+    );
+  tiers
+    .command('program')
+    .description(
+      "set the account's VIP program type and place every customer again (a batch per transaction; progress on stderr without --json)",
+    )
+    .requiredOption('--account <id>', 'the account')
+    .requiredOption('--type <type>', `${VIP_PROGRAM_TYPES.join(', ')}`)
+    .action((opts: { account: string; type: string }, cmd: Command) =>
+      run(
+        cmd,
+        async ({ services }) => {
+          const accountId = parseId(opts.account, 'account');
+          const status = await services.vipTiers.setProgramType(accountId, opts.type);
+          const total = status.waiting;
+          const quiet = Boolean(cmd.optsWithGlobals().json);
+          const placing = await services.vipTiers.placeAgain(accountId, ({ placed }) => {
+            if (!quiet) process.stderr.write(`\rplacing customers again: ${Math.min(placed, total)} of ${total}`);
+          });
+          if (placing.placed > 0 && !quiet) process.stderr.write('\n');
+          return { type: status.type, customers: status.customers, placed: placing.placed, moved: placing.moved };
+        },
+        (done) =>
+          `VIP program: ${done.type}; ${done.placed} of ${done.customers} customers placed again, ${done.moved} moved to another tier`,
       ),
     );
   tiers
