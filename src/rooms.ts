@@ -8,7 +8,9 @@ import { customerIdentitiesRoom } from './customer-identities/room.js';
 import { customersRoom } from './customers/room.js';
 import { earningRulesRoom } from './earning-rules/room.js';
 import { eventsRoom } from './events/room.js';
+import { exportsRoom } from './exports/room.js';
 import { idempotencyRoom } from './idempotency/room.js';
+import { importsRoom } from './imports/room.js';
 import { jobsRoom } from './jobs/room.js';
 import { oauthRoom } from './oauth/room.js';
 import { pointsExpiryRoom } from './points-expiry/room.js';
@@ -39,6 +41,8 @@ export const rooms: readonly Room[] = [
   vipTiersRoom,
   pointsSettingsRoom,
   pointsExpiryRoom,
+  importsRoom,
+  exportsRoom,
   pointsProductsRoom,
   rewardFulfillmentsRoom,
   referralsRoom,

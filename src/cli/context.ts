@@ -45,7 +45,8 @@ export async function run<T>(
       referralBaseUrl: referralBaseUrl(config),
     });
     const result = await action({ services, db, config });
-    process.stdout.write(json ? `${JSON.stringify(result)}\n` : `${text(result)}\n`);
+    // A command that wrote its output itself (an export to stdout) answers nothing more.
+    if (result !== undefined) process.stdout.write(json ? `${JSON.stringify(result)}\n` : `${text(result)}\n`);
   } catch (error) {
     reportError(error, json);
     process.exitCode = 1;

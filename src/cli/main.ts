@@ -12,6 +12,8 @@ import {
   registerRewardFulfillmentCommands,
   registerVipTierCommands,
 } from './commands/engine.js';
+import { registerExportCommands } from './commands/exports.js';
+import { registerImportCommands } from './commands/imports.js';
 import { registerMigrateCommand } from './commands/migrate.js';
 import { registerReferralSettingsCommands } from './commands/referral-settings.js';
 import { registerReferralCommands } from './commands/referrals.js';
@@ -42,6 +44,8 @@ export function buildProgram(): Command {
   registerPointsSettingsCommands(program);
   registerPointsProductCommands(program);
   registerRewardFulfillmentCommands(program);
+  registerImportCommands(program);
+  registerExportCommands(program);
   registerUserCommands(program);
   registerWebhookCommands(program);
   registerReferralCommands(program);

@@ -147,3 +147,14 @@ function toCustomerIdentity(row: CustomerIdentityRow): CustomerIdentity {
     customer_id: row.customer_id,
   };
 }
+
+/** Whether the account has an identity with this distinct_id. */
+export async function identityExists(db: Kysely<Database>, accountId: number, distinctId: string): Promise<boolean> {
+  const row = await db
+    .selectFrom('customer_identities')
+    .select('id')
+    .where('account_id', '=', accountId)
+    .where('distinct_id', '=', distinctId)
+    .executeTakeFirst();
+  return row !== undefined;
+}

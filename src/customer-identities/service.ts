@@ -7,6 +7,7 @@ import type { Db } from '../storage/db.js';
 import type { UnitOfWork, Work } from '../storage/unit-of-work.js';
 import {
   type IdentityFields,
+  identityExists,
   insertIdentityIfAbsent,
   listIdentities,
   replaceIdentityProperties,
@@ -67,6 +68,16 @@ export class CustomerIdentitiesService {
   async listIdentities(accountId: number): Promise<CustomerIdentity[]> {
     await this.accounts.require(accountId);
     return listIdentities(this.db.kysely, accountId);
+  }
+
+  /**
+   * An imported row's identity, in the caller's unit of work: created as create_or_update would
+   * (linked to the customer with its email) unless the account has one with this distinct_id, which
+   * is left as it is (an import run again changes nothing). Whether it created it.
+   */
+  async linkIfAbsent(w: Work, accountId: number, input: CustomerIdentityInput): Promise<boolean> {
+    if (await identityExists(w.trx, accountId, input.distinct_id)) return false;
+    return (await this.createOrUpdateIn(w, accountId, trimEmail(input))).created;
   }
 
   // The update is tried first because it is a write: it takes the lock that serialises this

@@ -280,6 +280,51 @@ export async function updateCustomerState(
   return row && toStoredCustomer(row);
 }
 
+/** The fields an import may change on a customer (absent: left as they are). */
+export interface ImportedFields {
+  first_name?: string;
+  last_name?: string;
+  date_of_birth?: string;
+  state?: CustomerState;
+}
+
+/**
+ * Sets the fields given on a customer; the customer after. A customer who becomes a member for the
+ * first time gets `referralCode` as their referral code.
+ */
+export async function updateImportedFields(
+  trx: Transaction<Database>,
+  id: number,
+  fields: ImportedFields,
+  now: number,
+  referralCode: string,
+): Promise<StoredCustomer> {
+  const row = await trx
+    .updateTable('customers')
+    .set({
+      ...fields,
+      updated_at: now,
+      ...(fields.state === 'member' ? { referral_code: sql<string>`coalesce(referral_code, ${referralCode})` } : {}),
+    })
+    .where('id', '=', id)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+  return toStoredCustomer(row);
+}
+
+/** Adds points earned elsewhere beyond an imported balance (points_earned includes them). */
+export async function addEarnedBeforeImport(trx: Transaction<Database>, id: number, points: number, now: number) {
+  await trx
+    .updateTable('customers')
+    .set((eb) => ({
+      earned_before_import: eb('earned_before_import', '+', points),
+      points_earned: eb('points_earned', '+', points),
+      updated_at: now,
+    }))
+    .where('id', '=', id)
+    .execute();
+}
+
 function toStoredCustomer(row: CustomerRow): StoredCustomer {
   return {
     id: row.id,

@@ -17,6 +17,7 @@ import { nextTier } from '../vip-tiers/periods.js';
 import type { VipTier } from '../vip-tiers/schemas.js';
 import type { VipTiersService } from '../vip-tiers/service.js';
 import {
+  addEarnedBeforeImport,
   type CustomerFilters,
   type CustomerSearch,
   findCustomer,
@@ -26,12 +27,14 @@ import {
   findCustomersByIds,
   findCustomersPage,
   findStoredCustomerByEmail,
+  type ImportedFields,
   insertCustomerIfAbsent,
   listCustomers,
   lockCustomer,
   type StoredCustomer,
   searchCustomersPage,
   updateCustomerState,
+  updateImportedFields,
 } from './repository.js';
 
 export type { CustomerSearch } from './repository.js';
@@ -47,6 +50,21 @@ import {
 } from './schemas.js';
 
 const CUSTOMERS_CURSOR = { resource: 'customers', filtered: true };
+
+/** A customer in an export: the import's columns first, so that it imports into another account as it is. */
+export interface ExportedCustomer {
+  email: string;
+  first_name: string | null;
+  last_name: string | null;
+  date_of_birth: string | null;
+  state: string;
+  points_balance: number;
+  points_earned: number;
+  id: number;
+  vip_tier_id: number | null;
+  referral_url: string | null;
+  created_at: string;
+}
 
 /** A customer's fields as an identity or the CLI gives them (the email already trimmed). */
 export interface CustomerFields {
@@ -95,13 +113,7 @@ export class CustomersService {
 
   /** One page of the account's customers matching the query's filters, id descending. */
   async page(accountId: number, query: CustomersQuery): Promise<CustomersPage> {
-    const filters: CustomerFilters = {
-      ...(query.email === undefined ? {} : { emailNormalized: normalizeEmail(query.email) }),
-      ...(query.state === undefined ? {} : { state: query.state }),
-      ...(query.updated_at_min === undefined
-        ? {}
-        : { updatedAtMin: parseTime(query.updated_at_min, 'updated_at_min') }),
-    };
+    const filters = this.filters(query);
     const [page, program] = await Promise.all([
       keysetPage({
         codec: await this.cursors.codec(CUSTOMERS_CURSOR),
@@ -114,6 +126,48 @@ export class CustomersService {
       this.program(accountId),
     ]);
     return { customers: page.items.map((row) => toCustomer(row, program, this.referralBase)), metadata: page.metadata };
+  }
+
+  /**
+   * Customers for an export, read through `db` (a snapshot): up to `limit` matching the API's list
+   * filters with ids below `before` (null: from the newest), as the import's columns name them, then
+   * the rest; and the boundary of the next page (undefined: none left).
+   */
+  async exportPage(
+    db: Kysely<Database>,
+    accountId: number,
+    query: Pick<CustomersQuery, 'email' | 'state' | 'updated_at_min'>,
+    before: number | null,
+    limit: number,
+  ): Promise<{ rows: ExportedCustomer[]; next: number | undefined }> {
+    const found = await findCustomersPage(db, accountId, this.filters(query), 'next', before, limit);
+    return {
+      rows: found.map((c) => ({
+        email: c.email,
+        first_name: c.firstName,
+        last_name: c.lastName,
+        date_of_birth: c.dateOfBirth,
+        state: c.state,
+        points_balance: c.pointsBalance,
+        points_earned: c.pointsEarned,
+        id: c.id,
+        vip_tier_id: c.vipTierId,
+        referral_url: referralUrl(this.referralBase, c.referralCode),
+        created_at: isoTime(c.createdAt),
+      })),
+      next: found.length === limit ? found[found.length - 1]!.id : undefined,
+    };
+  }
+
+  /** The API's list filters, as the repository takes them. */
+  private filters(query: Pick<CustomersQuery, 'email' | 'state' | 'updated_at_min'>): CustomerFilters {
+    return {
+      ...(query.email === undefined ? {} : { emailNormalized: normalizeEmail(query.email) }),
+      ...(query.state === undefined ? {} : { state: query.state }),
+      ...(query.updated_at_min === undefined
+        ? {}
+        : { updatedAtMin: parseTime(query.updated_at_min, 'updated_at_min') }),
+    };
   }
 
   /**
@@ -252,6 +306,48 @@ export class CustomersService {
    */
   async shownIn(w: Work, customer: StoredCustomer): Promise<Customer> {
     return toCustomer(customer, await this.programIn(w, customer.accountId), this.referralBase);
+  }
+
+  /**
+   * An imported row's customer, in the caller's unit of work: created (a member unless the row
+   * says otherwise) when the account has no customer with the email, else given the fields the
+   * row holds that differ from theirs (`customer.updated`). Answers the customer and what
+   * happened to them.
+   */
+  async importIn(
+    w: Work,
+    accountId: number,
+    row: { email: string } & ImportedFields,
+  ): Promise<{ customer: StoredCustomer; outcome: 'created' | 'updated' | 'unchanged' }> {
+    const existing = await this.findByEmail(w, accountId, row.email);
+    const customer =
+      existing ??
+      (await this.insertPlaced(w, accountId, {
+        email: row.email,
+        first_name: row.first_name,
+        last_name: row.last_name,
+      }));
+    if (!customer) throw new CustomerNotVisible();
+    const current: ImportedFields = {
+      first_name: customer.firstName ?? undefined,
+      last_name: customer.lastName ?? undefined,
+      date_of_birth: customer.dateOfBirth ?? undefined,
+      state: customer.state,
+    };
+    const changes = Object.fromEntries(
+      (['first_name', 'last_name', 'date_of_birth', 'state'] as const)
+        .filter((field) => row[field] !== undefined && row[field] !== current[field])
+        .map((field) => [field, row[field]]),
+    ) as ImportedFields;
+    if (Object.keys(changes).length === 0) return { customer, outcome: existing ? 'unchanged' : 'created' };
+    const updated = await updateImportedFields(w.trx, customer.id, changes, w.now, newReferralCode());
+    this.events.record(w, accountId, 'customer.updated', { customer: await this.shownIn(w, updated) });
+    return { customer: updated, outcome: existing ? 'updated' : 'created' };
+  }
+
+  /** Adds points earned elsewhere beyond an imported balance to a customer the caller locked. */
+  addEarnedBeforeImport(w: Work, customer: StoredCustomer, points: number): Promise<void> {
+    return addEarnedBeforeImport(w.trx, customer.id, points, w.now);
   }
 
   /** What showing the account's customers needs: its VIP program and its points expiry. */

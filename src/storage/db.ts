@@ -1,13 +1,14 @@
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { Kysely, PostgresDialect, sql } from 'kysely';
+import SqliteDatabase from 'better-sqlite3';
+import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
 import pg from 'pg';
 import { redactUrl } from '../config.js';
 import { ChangeFeed, type Changes } from './change-feed.js';
 import { nameStatements } from './postgres-statements.js';
 import type { Database } from './schema.js';
 import { SqliteChanges } from './sqlite-changes.js';
-import { GroupCommitSqlite } from './sqlite-driver.js';
+import { GroupCommitSqlite, SQLITE_BUSY_TIMEOUT_MS } from './sqlite-driver.js';
 import type { WriteTurn } from './write-turns.js';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -33,6 +34,12 @@ export interface Db {
   readonly changes: Changes | null;
   /** On SQLite, its two connections and the commit group (see GroupCommitSqlite). */
   readonly sqlite?: GroupCommitSqlite;
+  /**
+   * Runs `read` on a connection of its own that sees one moment of the database however long it
+   * reads (an export): PostgreSQL's REPEATABLE READ, READ ONLY; on SQLite a read transaction on a
+   * read-only connection to the file, which writers go on beside (WAL). Nothing it does is written.
+   */
+  snapshot<T>(read: (db: Kysely<Database>) => Promise<T>): Promise<T>;
   close(): Promise<void>;
 }
 
@@ -61,6 +68,22 @@ function openSqlite(path: string, options: DbOptions): Db {
     location: `sqlite:${file}`,
     changes: new SqliteChanges(sqlite.writer),
     sqlite,
+    snapshot: async (read) => {
+      // An in-memory database is its connection's own: read it as it is.
+      if (memory) return read(kysely);
+      const connection = new SqliteDatabase(file, { readonly: true });
+      connection.pragma(`busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS}`);
+      const reader = new Kysely<Database>({ dialect: new SqliteDialect({ database: connection }) });
+      try {
+        connection.exec('begin');
+        // The snapshot is taken at the first read of the transaction.
+        connection.prepare('select count(*) from sqlite_schema').get();
+        return await read(reader);
+      } finally {
+        if (connection.inTransaction) connection.exec('rollback');
+        await reader.destroy();
+      }
+    },
     close: () => kysely.destroy(),
   };
 }
@@ -88,6 +111,15 @@ function openPostgres(url: string, options: DbOptions): Db {
     dialect: 'postgres',
     location: redactUrl(url),
     changes,
+    snapshot: (read) =>
+      kysely.connection().execute(async (connection) => {
+        await sql`begin isolation level repeatable read read only`.execute(connection);
+        try {
+          return await read(connection);
+        } finally {
+          await sql`rollback`.execute(connection);
+        }
+      }),
     close: async () => {
       await changes.close();
       await kysely.destroy();

@@ -36,6 +36,10 @@ export interface Database {
   jobs: JobsTable;
   vip_tier_changes: VipTierChangesTable;
   vip_earnings: VipEarningsTable;
+  imports: ImportsTable;
+  import_emails: ImportEmailsTable;
+  import_refusals: ImportRefusalsTable;
+  imported_balances: ImportedBalancesTable;
   referrals: ReferralsTable;
   referral_clicks: ReferralClicksTable;
 }
@@ -135,6 +139,8 @@ export interface CustomersTable {
   vip_recheck_at: Generated<number | null>;
   /** The account's vip_program_version this placement was made for. */
   vip_program_version: Generated<number>;
+  /** Points earned elsewhere beyond the balance an import brought (points_earned includes them). */
+  earned_before_import: Generated<number>;
 }
 
 export type CustomerState = 'candidate' | 'member' | 'disabled';
@@ -328,6 +334,49 @@ export interface VipTiersTable {
 }
 
 /** A customer's move from one VIP tier to another (either may be null: in no tier). */
+/** A run of `loyalty import customers` (or of the console's upload), with its progress. */
+export interface ImportsTable {
+  id: Generated<number>;
+  account_id: number;
+  file_name: string;
+  status: 'running' | 'finished' | 'failed';
+  bytes_total: number;
+  bytes_read: Generated<number>;
+  rows: Generated<number>;
+  created: Generated<number>;
+  updated: Generated<number>;
+  unchanged: Generated<number>;
+  refused: Generated<number>;
+  /** Why a failed run stopped. */
+  error: string | null;
+  started_at: number;
+  updated_at: number;
+  finished_at: number | null;
+}
+
+/** The emails a run has seen, with their line: a later row with one of them is a duplicate. */
+export interface ImportEmailsTable {
+  import_id: number;
+  email_normalized: string;
+  line: number;
+}
+
+export interface ImportRefusalsTable {
+  import_id: number;
+  line: number;
+  message: string;
+}
+
+/** A balance imported for a customer from a file (by name): written once. */
+export interface ImportedBalancesTable {
+  account_id: number;
+  file_name: string;
+  customer_id: number;
+  points_balance: number;
+  points_earned: number;
+  created_at: number;
+}
+
 /** Points a customer earned on one UTC day (kept by the ledger's trigger). */
 export interface VipEarningsTable {
   customer_id: number;

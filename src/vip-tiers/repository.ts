@@ -487,3 +487,14 @@ export async function lockPlacements(
     ...toStoredPlacement(row),
   }));
 }
+
+/** Adds points to a customer's earnings of one day (what the ledger's trigger does for a credit). */
+export async function addEarnings(trx: Transaction<Database>, customerId: number, day: number, points: number) {
+  await trx
+    .insertInto('vip_earnings')
+    .values({ customer_id: customerId, day, points })
+    .onConflict((oc) =>
+      oc.columns(['customer_id', 'day']).doUpdateSet((eb) => ({ points: eb('vip_earnings.points', '+', points) })),
+    )
+    .execute();
+}

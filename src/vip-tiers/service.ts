@@ -10,6 +10,7 @@ import { OncePerWork, type UnitOfWork, type Work } from '../storage/unit-of-work
 import { DAY_MS } from '../time.js';
 import { validate } from '../validate.js';
 import {
+  dayOf,
   earningsFrom,
   type PeriodProgramType,
   placeInPeriod,
@@ -19,6 +20,7 @@ import {
   type VipProgramType,
 } from './periods.js';
 import {
+  addEarnings,
   assignAccountTiers,
   assignCustomerTier,
   countCustomersToPlace,
@@ -156,6 +158,15 @@ export class VipTiersService {
     await storePlacement(w.trx, customer.id, placement, null);
     if (placement.vipTierId === customer.vipTierId) return { fields: placement };
     return { fields: placement, move: await this.moveOf(w, customer, placement.vipTierId, program.tiers) };
+  }
+
+  /**
+   * Counts points earned elsewhere (an import's, beyond the balance it brought) as earned today,
+   * then places the customer; the caller added them to points_earned and records the move's event.
+   */
+  async countEarnedElsewhere(w: Work, customer: PlacedCustomer, points: number): Promise<Placed> {
+    await addEarnings(w.trx, customer.id, dayOf(w.now), points);
+    return this.place(w, customer);
   }
 
   /** Writes the change row of a customer's move to `vipTierId`. */

@@ -169,6 +169,7 @@ function postgresTemplate(): Promise<PostgresTemplate> {
       dialect: 'postgres',
       location: 'the test template',
       changes: null,
+      snapshot: (read) => read(kysely),
       close: () => kysely.destroy(),
     };
     try {

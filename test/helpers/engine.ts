@@ -69,15 +69,16 @@ export async function engineState(db: Kysely<Database>): Promise<Record<string, 
  */
 export async function unbalancedCustomers(db: Kysely<Database>): Promise<unknown[]> {
   const { rows } = await sql<Record<string, unknown>>`
-    select c.id, c.points_balance, c.points_earned,
+    select c.id, c.points_balance, c.points_earned, c.earned_before_import,
            coalesce(sum(t.points_change), 0) as ledger,
            coalesce(sum(case when t.points_change > 0 and t.counts_as_earned = 1 then t.points_change else 0 end), 0) as credits
     from customers c left join points_transactions t on t.customer_id = c.id
-    group by c.id, c.points_balance, c.points_earned`.execute(db);
+    group by c.id, c.points_balance, c.points_earned, c.earned_before_import`.execute(db);
   return rows.filter(
     (row) =>
       Number(row.points_balance) !== Number(row.ledger) ||
-      Number(row.points_earned) !== Number(row.credits) ||
+      // Points earned: the ledger's counted credits, and what an import brought beyond its balance.
+      Number(row.points_earned) !== Number(row.credits) + Number(row.earned_before_import) ||
       Number(row.points_balance) < 0,
   );
 }

@@ -210,5 +210,5 @@ describe(`crash safety: SIGKILL under write load (${testEngine})`, () => {
         `${customers.length} customers, ${[...ledger.unknown.values()].flat().length} writes in flight at a kill` +
         (testEngine === 'sqlite' ? `, ${grouped.transactions} transactions in ${grouped.commits} commits` : ''),
     );
-  });
+  }, 120_000);
 });

@@ -129,5 +129,5 @@ describe(`crash safety of the ledger: SIGKILL while activities are recorded (${t
       `ledger crash (${testEngine}): ${ROUNDS} kills, ${acked.size} acknowledged activities, ${stored.size} stored, ` +
         `${inFlight.size} in flight at a kill`,
     );
-  });
+  }, 120_000);
 });

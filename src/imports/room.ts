@@ -1,0 +1,24 @@
+import { defineRoom } from '../room.js';
+import { ImportsService } from './service.js';
+
+declare module '../services.js' {
+  interface Services {
+    imports: ImportsService;
+  }
+}
+
+/** Imports: customers with their balances from CSV files. */
+export const importsRoom = defineRoom({
+  name: 'imports',
+  service: ({ clock, db, uow, services }) =>
+    new ImportsService(
+      db.kysely,
+      clock,
+      uow,
+      services.accounts,
+      services.customers,
+      services.pointsTransactions,
+      services.vipTiers,
+      services.customerIdentities,
+    ),
+});

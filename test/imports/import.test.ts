@@ -1,0 +1,214 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { openDb } from '../../src/storage/db.js';
+import { cliChecks, loyalty } from '../helpers/cli.js';
+import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
+import { unbalancedCustomers } from '../helpers/engine.js';
+import { ROOT } from '../helpers/server-process.js';
+import { eventually } from '../helpers/wait.js';
+
+// `loyalty import customers` (issue 32): every kind of bad row refused with its line while the
+// good ones go in with their balances, points earned, tiers and identities; a second run changes
+// nothing; a run killed half way and run again applies every row once; --dry-run writes nothing.
+
+let dir: string;
+let database: TestDatabase;
+let env: Record<string, string>;
+let account: string;
+const { ok, fails } = cliChecks(() => env);
+
+beforeEach(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'loyalty-import-'));
+  database = await createTestDatabase();
+  env = { DATABASE_URL: database.url };
+  account = String((await ok(['accounts', 'create', '--name', 'Movers'])).id);
+});
+afterEach(async () => {
+  rmSync(dir, { recursive: true, force: true });
+  await database.drop();
+});
+
+const file = (name: string, content: string | Buffer) => {
+  const path = join(dir, name);
+  writeFileSync(path, content);
+  return path;
+};
+const importing = (path: string, ...extra: string[]) =>
+  ok(['import', 'customers', '--account', account, '--file', path, ...extra]);
+
+/** Everything an import writes that a second run must leave as it is. */
+async function snapshot() {
+  const db = openDb(database.url);
+  try {
+    const k = db.kysely;
+    return {
+      customers: await k.selectFrom('customers').selectAll().orderBy('id').execute(),
+      ledger: await k.selectFrom('points_transactions').selectAll().orderBy('id').execute(),
+      identities: await k.selectFrom('customer_identities').selectAll().orderBy('id').execute(),
+      events: await k.selectFrom('events').select(['id', 'type']).orderBy('id').execute(),
+      balances: await k.selectFrom('imported_balances').selectAll().orderBy('customer_id').execute(),
+      unbalanced: await unbalancedCustomers(k),
+    };
+  } finally {
+    await db.close();
+  }
+}
+
+const customerByEmail = async (email: string) =>
+  (await ok(['customers', 'list', '--account', account])).find((c: { email: string }) => c.email === email);
+
+describe('loyalty import customers', () => {
+  it('refuses every kind of bad row with its line and imports the good ones', async () => {
+    const gold = await ok(['vip-tiers', 'create', '--account', account, '--name', 'Gold', '--milestone', '400']);
+    const path = file(
+      'customers.csv',
+      Buffer.concat([
+        Buffer.from(
+          '\ufeffE-mail;first_name;last_name;date_of_birth;state;Points;points_earned;distinct_id\r\n' +
+            'jane@example.com;Jane;Doe;1990-04-01;member;120;500;crm-1\r\n' +
+            '"bob@example.com";"Bob ""the builder""\nSmith";;;candidate;0;;\r\n' +
+            'not-an-email;X;;;;5;;\r\n' +
+            'JANE@example.com;Again;;;;1;;\r\n' +
+            'neg@example.com;N;;;;-5;;\r\n' +
+            'formula@example.com;"=HYPERLINK(""http://evil"")";;;;1;;\r\n' +
+            'state@example.com;S;;;sleepy;1;;\r\n' +
+            'utf@example.com;',
+        ),
+        Buffer.from([0xff, 0xfe]),
+        Buffer.from(';;;;1;;\r\n\r\nlast@example.com;Last;;;;7;;\r\n'),
+      ]),
+    );
+    const summary = await importing(path, '--map', 'E-mail=email', '--map', 'Points=points_balance');
+    expect(summary).toEqual({
+      rows: 9,
+      created: 3,
+      updated: 0,
+      unchanged: 0,
+      refused: 6,
+      refusals: [
+        { line: 5, message: expect.stringContaining('email') },
+        { line: 6, message: "email is the same as line 2's: a customer appears once per file" },
+        { line: 7, message: 'points_balance must be >= 0' },
+        { line: 8, message: 'first_name starts with "=": a spreadsheet formula is not imported' },
+        { line: 9, message: expect.stringContaining('state must be one of') },
+        { line: 10, message: 'is not UTF-8 text: save the file as UTF-8' },
+        // Line 11 is empty; line 12 is good.
+      ],
+    });
+    const jane = await ok(['customers', 'show', String((await customerByEmail('jane@example.com')).id)]);
+    expect(jane).toMatchObject({
+      first_name: 'Jane',
+      last_name: 'Doe',
+      date_of_birth: '1990-04-01',
+      state: 'member',
+      points_balance: 120,
+      vip_tier_id: gold.id,
+      vip_status: { progress_value: 500 },
+    });
+    const bob = await ok(['customers', 'show', String((await customerByEmail('bob@example.com')).id)]);
+    expect(bob).toMatchObject({ first_name: 'Bob "the builder"\nSmith', state: 'candidate', points_balance: 0 });
+    expect((await customerByEmail('last@example.com')).email).toBe('last@example.com');
+    const state = await snapshot();
+    expect(state.unbalanced).toEqual([]);
+    expect(state.ledger.map((t) => [t.points_change, t.description])).toEqual([
+      [120, 'Imported balance'],
+      [7, 'Imported balance'],
+    ]);
+    expect(state.identities.map((i) => [i.distinct_id, i.customer_id])).toEqual([['crm-1', jane.id]]);
+  });
+
+  it('changes nothing the second time, and --dry-run writes nothing', async () => {
+    const rows = Array.from({ length: 450 }, (_, i) => `c${i}@example.com,C${i},,${i % 7},,id-${i}`);
+    const path = file(
+      'big.csv',
+      `email,first_name,last_name,points_balance,points_earned,distinct_id\n${rows.join('\n')}\n`,
+    );
+    const before = await snapshot();
+    const dry = await importing(path, '--dry-run');
+    expect(dry).toMatchObject({ rows: 450, created: 450, refused: 0 });
+    expect(await snapshot()).toEqual(before);
+
+    expect(await importing(path)).toMatchObject({ rows: 450, created: 450, updated: 0, unchanged: 0, refused: 0 });
+    const first = await snapshot();
+    expect(first.ledger).toHaveLength(rows.filter((_, i) => i % 7 !== 0).length);
+    expect(await importing(path)).toEqual({
+      rows: 450,
+      created: 0,
+      updated: 0,
+      unchanged: 450,
+      refused: 0,
+      refusals: [],
+    });
+    expect(await snapshot()).toEqual(first);
+    // A dry run after it says the same.
+    expect(await importing(path, '--dry-run')).toMatchObject({ unchanged: 450 });
+  });
+
+  it('refuses a file without an email column, naming its columns, and writes nothing', async () => {
+    const path = file('nope.csv', 'Mail,Points\na@example.com,5\n');
+    const error = await fails(['import', 'customers', '--account', account, '--file', path]);
+    expect(error.code).toBe('invalid_parameter');
+    expect(error.message).toContain('has no "email" column (its columns: Mail, Points)');
+    expect(
+      await fails(['import', 'customers', '--account', account, '--file', join(dir, 'missing.csv')]),
+    ).toMatchObject({
+      code: 'invalid_parameter',
+    });
+    expect((await snapshot()).customers).toEqual([]);
+  });
+
+  it('shows a progress bar on stderr and the summary as text without --json', async () => {
+    const path = file('few.csv', 'email,points_balance\na@example.com,5\nbad,1\n');
+    const result = await loyalty(['import', 'customers', '--account', account, '--file', path], env);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain('imported: 2 rows: 1 created, 0 updated, 0 unchanged, 1 refused');
+    expect(result.stdout).toContain('line 3: email');
+    expect(result.stderr).toMatch(/\[#+\] 100% · 2 rows · [\d,]+ rows\/s · 0:00 left · 1 refused/);
+  });
+
+  it('finishes a run killed half way when run again: every row once', async () => {
+    const count = 6000;
+    const rows = Array.from({ length: count }, (_, i) => `k${i}@example.com,${(i % 50) + 1}`);
+    const path = file('killed.csv', `email,points_balance\n${rows.join('\n')}\n`);
+    const child = spawn(
+      process.execPath,
+      [`${ROOT}bin/loyalty.js`, 'import', 'customers', '--account', account, '--file', path, '--json'],
+      { env: { PATH: process.env.PATH ?? '', ...env }, stdio: 'ignore' },
+    );
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    const db = openDb(database.url);
+    try {
+      const started = await eventually(
+        async () => {
+          const run = await db.kysely.selectFrom('imports').select('rows').executeTakeFirst();
+          return run !== undefined && Number(run.rows) >= 1000;
+        },
+        60_000,
+        20,
+      );
+      expect(started).toBe(true);
+      child.kill('SIGKILL');
+      await exited;
+      const half = await db.kysely
+        .selectFrom('points_transactions')
+        .select((eb) => eb.fn.countAll().as('n'))
+        .executeTakeFirst();
+      expect(Number(half!.n)).toBeGreaterThan(0);
+      expect(Number(half!.n)).toBeLessThan(count);
+    } finally {
+      await db.close();
+    }
+    const again = await importing(path);
+    expect(again.rows).toBe(count);
+    expect(again.refused).toBe(0);
+    expect(again.created + again.unchanged + again.updated).toBe(count);
+    const state = await snapshot();
+    expect(state.customers).toHaveLength(count);
+    expect(state.ledger).toHaveLength(count);
+    expect(new Set(state.ledger.map((t) => t.customer_id)).size).toBe(count);
+    expect(state.unbalanced).toEqual([]);
+  }, 120_000);
+});
