@@ -24,7 +24,8 @@ export async function startServer(
   options: { timeoutMs?: number; bare?: boolean } = {},
 ): Promise<ServerProcess> {
   const { CWD, ...vars } = env;
-  const timeoutMs = options.timeoutMs ?? 20_000;
+  // Generous: the suite runs its files in parallel on two cores, and a start runs the migrations.
+  const timeoutMs = options.timeoutMs ?? 45_000;
   const child = spawn(process.execPath, [SERVER_ENTRY], {
     cwd: CWD ?? ROOT,
     // `bare`: nothing but PATH, exactly as a newcomer's shell would start it.

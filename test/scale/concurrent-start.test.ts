@@ -35,5 +35,5 @@ describe(`server processes starting at once on an empty ${testEngine} database`,
     } finally {
       await db.close();
     }
-  });
+  }, 120_000);
 });

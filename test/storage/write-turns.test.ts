@@ -50,7 +50,7 @@ describe('the write lock of the two threads of a process', () => {
     await thread.terminate();
     // A lost update would mean both held it at once.
     expect(count[0]).toBe(600);
-  });
+  }, 90_000);
 
   it('is given back when the thread holding it dies', async () => {
     const buffer = SharedWriteLock.buffer();
