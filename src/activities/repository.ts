@@ -1,5 +1,6 @@
 import type { Kysely, Transaction } from 'kysely';
 import { isoTime } from '../common-schemas.js';
+import type { Direction } from '../pagination/cursor.js';
 import { compiledQuery, pick } from '../storage/compiled-query.js';
 import type { ActivityRow, Database } from '../storage/schema.js';
 import type { Activity } from './schemas.js';
@@ -55,6 +56,42 @@ export async function findActivityByDistinctId(
     .where('distinct_id', '=', distinctId)
     .executeTakeFirst();
   return row && toActivityRecord(row);
+}
+
+/** An activity with its token, without its credits: what an export of activities lists. */
+export type ListedActivity = Omit<Activity, 'points_transactions'>;
+
+export interface ActivityFilters {
+  customerId?: number;
+  updatedAtMin?: number;
+}
+
+/** Up to `rows` of the account's activities matching `filters`, beyond `boundary` (see keysetPage), with their tokens. */
+export async function findActivitiesPage(
+  db: Kysely<Database>,
+  accountId: number,
+  filters: ActivityFilters,
+  direction: Direction,
+  boundary: number | null,
+  rows: number,
+): Promise<ListedActivity[]> {
+  const found = await db
+    .selectFrom('activities')
+    .innerJoin('activity_types', 'activity_types.id', 'activities.activity_type_id')
+    .selectAll('activities')
+    .select('activity_types.token')
+    .where('activities.account_id', '=', accountId)
+    .$if(filters.customerId !== undefined, (q) => q.where('activities.customer_id', '=', filters.customerId!))
+    .$if(filters.updatedAtMin !== undefined, (q) => q.where('activities.updated_at', '>=', filters.updatedAtMin!))
+    .$if(boundary !== null, (q) => q.where('activities.id', direction === 'next' ? '<' : '>', boundary!))
+    .orderBy('activities.id', direction === 'next' ? 'desc' : 'asc')
+    .limit(rows)
+    .execute();
+  return found.map((row) => {
+    const { id, customer_id, ...rest } = toActivityRecord(row);
+    // In the API's order: the token after the customer.
+    return { id, customer_id, token: row.token, ...rest };
+  });
 }
 
 function toActivityRecord(row: ActivityRow): ActivityRecord {

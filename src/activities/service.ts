@@ -16,7 +16,16 @@ import type { Database } from '../storage/schema.js';
 import type { UnitOfWork, Work } from '../storage/unit-of-work.js';
 import { parseTime } from '../time.js';
 import { type Decimal, decimalOfNumber, floorOf, floorProductQuotient, readAmount } from './decimal.js';
-import { type ActivityRecord, findActivityByDistinctId, insertActivityIfAbsent } from './repository.js';
+import {
+  type ActivityRecord,
+  findActivitiesPage,
+  findActivityByDistinctId,
+  insertActivityIfAbsent,
+  type ListedActivity,
+} from './repository.js';
+
+export type { ListedActivity } from './repository.js';
+
 import { type Activity, type ActivityInput, MAX_CLOCK_SKEW_MS } from './schemas.js';
 import { reachOf, roomFor } from './window.js';
 
@@ -24,6 +33,12 @@ import { reachOf, roomFor } from './window.js';
 export interface RecordedActivity {
   activity: Activity;
   created: boolean;
+}
+
+/** The filters of an export of activities (there is no list of them in the API): the ledger's two. */
+export interface ActivitiesQuery {
+  customer_id?: number;
+  updated_at_min?: string;
 }
 
 /** Thrown inside the transaction when the activity's token and distinct_id are taken: roll back, answer the first. */
@@ -78,6 +93,29 @@ export class ActivitiesService {
         }
       }
     }
+  }
+
+  /**
+   * Activities for an export, read through `db` (a snapshot): up to `limit` of the account's
+   * matching `query` with ids below `before` (null: from the newest), id descending, each with its
+   * token but not its credits (the ledger's export has those); and the boundary of the next page
+   * (undefined: none left).
+   */
+  async exportPage(
+    db: Kysely<Database>,
+    accountId: number,
+    query: ActivitiesQuery,
+    before: number | null,
+    limit: number,
+  ): Promise<{ rows: ListedActivity[]; next: number | undefined }> {
+    const filters = {
+      ...(query.customer_id === undefined ? {} : { customerId: query.customer_id }),
+      ...(query.updated_at_min === undefined
+        ? {}
+        : { updatedAtMin: parseTime(query.updated_at_min, 'updated_at_min') }),
+    };
+    const rows = await findActivitiesPage(db, accountId, filters, 'next', before, limit);
+    return { rows, next: rows.length === limit ? rows[rows.length - 1]!.id : undefined };
   }
 
   private async recordIn(w: Work, accountId: number, input: ActivityInput, time: number): Promise<RecordedActivity> {

@@ -34,6 +34,8 @@ declare module 'fastify' {
      * session expired, what was typed is kept across signing in again.
      */
     consoleForm?: boolean;
+    /** A multipart upload: its page checks the CSRF token, a field read before the file. */
+    consoleUpload?: boolean;
   }
 }
 
@@ -139,6 +141,16 @@ const NOTICES: Record<string, string> = {
   used: 'Marked used.',
   cancelled: 'Cancelled: the points it cost are back on the customer’s balance.',
 };
+
+/** A form that did not come from this session's console: nothing is done. */
+export function refuseForm(request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  return sendPage(reply, request, 403, 'error', {
+    title: 'This form has expired',
+    message:
+      'The form was not sent from this console, or your session has ended (cookies must be enabled). ' +
+      'Nothing was changed: open the page again and resend it.',
+  });
+}
 
 /** The message of a page's `?notice=`, if it names one. */
 export function noticeFor(notice: string | undefined): string | undefined {

@@ -15,8 +15,9 @@ import customerPages from './customer-pages.js';
 import earningRulesPages from './earning-rules-pages.js';
 import { Form } from './form.js';
 import { FormBody } from './form-schemas.js';
+import importsPages from './imports-pages.js';
 import overviewPage from './overview-page.js';
-import { sendPage } from './pages.js';
+import { refuseForm, sendPage } from './pages.js';
 import pointsProductsPages from './points-products-pages.js';
 import pointsSettingsPages from './points-settings-pages.js';
 import referralSettingsPages from './referral-settings-pages.js';
@@ -109,7 +110,9 @@ const adminRoutes: FastifyPluginAsyncTypebox = async (app) => {
     }
     const csrf = sessions.csrfToken(session);
     const body = request.body as FormBody | undefined;
-    if (request.method === 'POST' && !sessions.checkCsrf(session, body?.csrf_token)) {
+    // An upload's token is a field of its multipart body: its page checks it as it reads the parts.
+    const upload = request.routeOptions.config.consoleUpload === true;
+    if (request.method === 'POST' && !upload && !sessions.checkCsrf(session, body?.csrf_token)) {
       return refuseForm(request, reply);
     }
     request.console = { session, user: session.user, csrf };
@@ -245,6 +248,7 @@ const adminRoutes: FastifyPluginAsyncTypebox = async (app) => {
   await app.register(rewardsPages);
   await app.register(accessPages);
   await app.register(webhooksPages);
+  await app.register(importsPages);
 };
 
 function sendSignIn(
@@ -264,15 +268,6 @@ function sendSignIn(
   },
 ): FastifyReply {
   return sendPage(reply, request, status, 'sign-in', { title: 'Sign in', ...data });
-}
-
-function refuseForm(request: FastifyRequest, reply: FastifyReply): FastifyReply {
-  return sendPage(reply, request, 403, 'error', {
-    title: 'This form has expired',
-    message:
-      'The form was not sent from this console, or your session has ended (cookies must be enabled). ' +
-      'Nothing was changed: open the page again and resend it.',
-  });
 }
 
 const EXPIRED_KEPT =

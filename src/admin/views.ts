@@ -54,6 +54,7 @@ export const SECTIONS = [
   { href: '/admin/api-keys', label: 'API keys' },
   { href: '/admin/apps', label: 'Connected apps' },
   { href: '/admin/webhooks', label: 'Webhooks' },
+  { href: '/admin/imports', label: 'Import and export' },
 ] as const;
 
 /** What every page is rendered with. */

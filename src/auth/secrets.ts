@@ -2,13 +2,21 @@ import { createCipheriv, createDecipheriv, hash, hkdfSync, randomBytes, timingSa
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 
+/** Bytes of the OS CSPRNG drawn at once: one call per many codes, not one per code (as randomUUID caches). */
+const POOL_BYTES = 4096;
+let pool = Buffer.alloc(0);
+let poolAt = 0;
+
 /** Random base62 text from the OS CSPRNG, without modulo bias (rejection sampling). */
 export function randomBase62(length: number): string {
   let out = '';
   while (out.length < length) {
-    for (const byte of randomBytes(length * 2)) {
-      if (byte < 248 && out.length < length) out += BASE62[byte % 62];
+    if (poolAt >= pool.length) {
+      pool = randomBytes(POOL_BYTES);
+      poolAt = 0;
     }
+    const byte = pool[poolAt++]!;
+    if (byte < 248) out += BASE62[byte % 62];
   }
   return out;
 }

@@ -10,5 +10,14 @@ declare module '../services.js' {
 /** Exports: an account's records as CSV or JSON Lines, from one snapshot. */
 export const exportsRoom = defineRoom({
   name: 'exports',
-  service: ({ db, services }) => new ExportsService(db, services.accounts, services.customers),
+  service: ({ db, clock, services }) =>
+    new ExportsService(
+      db,
+      clock,
+      services.accounts,
+      services.customers,
+      services.pointsTransactions,
+      services.rewardFulfillments,
+      services.activities,
+    ),
 });

@@ -5,16 +5,38 @@ import { parse } from 'csv-parse';
 // CRLF), streamed: memory stays flat whatever the file's size. The separator is `,` or `;`, as the
 // header line uses. Every cell is checked to be UTF-8; each row knows the physical line it starts on.
 
-/** A row of the file: its line (the header is line 1) and its cells by (mapped) column name, or why it cannot be read. */
+/** Where a row ends in the file: the byte after it and the line it ends on (where reading can go on from). */
+export interface CsvPosition {
+  readonly bytes: number;
+  readonly lines: number;
+}
+
+/**
+ * A row of the file: its line (the header is line 1) and its cells by (mapped) column name, or
+ * why it cannot be read; with where it ends, except for a row the parser skipped.
+ */
 export type CsvRow =
-  | { readonly line: number; readonly cells: ReadonlyMap<string, string>; readonly error?: undefined }
-  | { readonly line: number; readonly error: string };
+  | {
+      readonly line: number;
+      readonly cells: ReadonlyMap<string, string>;
+      readonly error?: undefined;
+      readonly end: CsvPosition;
+    }
+  | { readonly line: number; readonly error: string; readonly end?: CsvPosition };
 
 /** A file that cannot be imported at all (its header). */
 export class CsvFileError extends Error {}
 
-/** The file's header, once read: its columns after `--map`. */
+/** The file's header, once read: its columns as the file names them and after `--map`, its separator. */
 export interface CsvHeader {
+  readonly names: readonly string[];
+  readonly columns: readonly string[];
+  readonly delimiter: ',' | ';';
+}
+
+/** Reading on from a row's end: the input starts there; the header was read before. */
+export interface CsvResume extends CsvPosition {
+  readonly delimiter: ',' | ';';
   readonly columns: readonly string[];
 }
 
@@ -30,26 +52,30 @@ export function separatorOf(firstChunk: string): ',' | ';' {
 
 /**
  * The rows of `input` after its header, with columns renamed by `rename` (old name → new). `onHeader`
- * hears the header first (it may throw to refuse the file); `onBytes` how many bytes were read so far.
+ * hears the header first (it may throw to refuse the file). With `from`, `input` starts at a row's
+ * end in the file, and its rows are read with the header and separator given.
  */
 export async function* readCsv(
   input: Readable,
   options: {
     rename: ReadonlyMap<string, string>;
     onHeader: (header: CsvHeader) => void;
-    onBytes?: (bytes: number) => void;
+    from?: CsvResume;
   },
 ): AsyncGenerator<CsvRow> {
+  const from = options.from;
   const iterator = input[Symbol.asyncIterator]();
   const first = await iterator.next();
   if (first.done) {
-    options.onHeader({ columns: [] });
+    if (!from) options.onHeader({ names: [], columns: [], delimiter: ',' });
     return;
   }
   const firstChunk = Buffer.isBuffer(first.value) ? first.value : Buffer.from(String(first.value));
+  const delimiter = from?.delimiter ?? separatorOf(firstChunk.subarray(0, 64 * 1024).toString('utf8'));
+  const offset = { bytes: from?.bytes ?? 0, lines: from?.lines ?? 0 };
   const parser = parse({
-    bom: true,
-    delimiter: separatorOf(firstChunk.subarray(0, 64 * 1024).toString('utf8')),
+    bom: from === undefined,
+    delimiter,
     encoding: 'utf8',
     info: true,
     raw: true,
@@ -61,15 +87,13 @@ export async function* readCsv(
   let lastSkipped = -1;
   parser.on('skip', (error: Error & { lines?: number }) => {
     // One malformed record may be reported more than once: it is one refused row.
-    const line = error.lines ?? 0;
+    const line = (error.lines ?? 0) + offset.lines - extraLines;
     if (line !== lastSkipped) refused.push({ line, error: `cannot be read as CSV: ${error.message}` });
     lastSkipped = line;
   });
-  let bytes = 0;
   const feed = (async () => {
     let chunk: Buffer | undefined = firstChunk;
     while (chunk) {
-      bytes += chunk.length;
       if (!parser.write(chunk)) await new Promise((resolve) => parser.once('drain', resolve));
       const next = await iterator.next();
       chunk = next.done ? undefined : Buffer.isBuffer(next.value) ? next.value : Buffer.from(String(next.value));
@@ -78,44 +102,42 @@ export async function* readCsv(
   })();
   feed.catch((error: Error) => parser.destroy(error));
 
-  let columns: string[] | undefined;
+  let columns = from?.columns;
+  let extraLines = 0;
   for await (const { record: texts, info, raw } of parser as AsyncIterable<{
     record: string[];
-    info: { lines: number };
+    info: { lines: number; bytes: number };
     raw: string;
   }>) {
     while (refused.length > 0) yield refused.shift()!;
-    options.onBytes?.(bytes);
-    const line = startLine(info.lines, raw);
+    // csv-parse counts a CRLF inside quotes as two lines: a text editor, as one.
+    const own = ownText(raw);
+    extraLines += own.split('\r\n').length - 1;
+    const end = { bytes: offset.bytes + info.bytes, lines: offset.lines + info.lines - extraLines };
+    const line = end.lines - (own.match(/\n/g)?.length ?? 0);
     if (texts.some((text) => text.includes(NOT_UTF8))) {
       if (!columns) throw new CsvFileError('the header line is not UTF-8 text: save the file as UTF-8');
-      yield { line, error: 'is not UTF-8 text: save the file as UTF-8' };
+      yield { line, error: 'is not UTF-8 text: save the file as UTF-8', end };
       continue;
     }
     if (!columns) {
-      columns = texts.map((name) => {
-        const trimmed = name.trim();
-        return options.rename.get(trimmed) ?? trimmed;
-      });
-      options.onHeader({ columns });
+      const names = texts.map((name) => name.trim());
+      columns = names.map((name) => options.rename.get(name) ?? name);
+      options.onHeader({ names, columns, delimiter });
       continue;
     }
     const cells = new Map<string, string>();
     columns.forEach((name, i) => {
       if (name !== '' && !cells.has(name)) cells.set(name, texts[i] ?? '');
     });
-    yield { line, cells };
+    yield { line, cells, end };
   }
   await feed;
   while (refused.length > 0) yield refused.shift()!;
-  if (!columns) options.onHeader({ columns: [] });
+  if (!columns) options.onHeader({ names: [], columns: [], delimiter });
 }
 
-/**
- * The physical line a record starts on, from the line it ends on and its raw text (which holds the
- * empty lines skipped before it, and its own newlines inside quotes).
- */
-function startLine(endLine: number, raw: string): number {
-  const own = raw.replace(/^(?:\r?\n)+/, '').replace(/\r?\n$/, '');
-  return endLine - (own.match(/\n/g)?.length ?? 0);
+/** A record's own text: its raw text without the empty lines skipped before it and its record delimiter. */
+function ownText(raw: string): string {
+  return raw.replace(/^(?:\r?\n)+/, '').replace(/\r?\n$/, '');
 }

@@ -1,11 +1,20 @@
+import { Readable } from 'node:stream';
 import type { Kysely, Selectable, Transaction } from 'kysely';
 import type { Database, ImportsTable } from '../storage/schema.js';
+import type { CsvPosition } from './csv.js';
 import type { ImportProgress } from './schemas.js';
 
-/** Starts a run; its id. */
+/** Starts a run (of the console's upload `uploadId`, with its mapped `columns`); its id. */
 export async function insertImport(
   db: Kysely<Database>,
-  run: { accountId: number; fileName: string; bytesTotal: number; now: number },
+  run: {
+    accountId: number;
+    fileName: string;
+    bytesTotal: number;
+    now: number;
+    uploadId?: number;
+    columns?: readonly string[];
+  },
 ): Promise<number> {
   const row = await db
     .insertInto('imports')
@@ -16,23 +25,29 @@ export async function insertImport(
       bytes_total: run.bytesTotal,
       started_at: run.now,
       updated_at: run.now,
+      upload_id: run.uploadId ?? null,
+      columns: run.columns === undefined ? null : JSON.stringify(run.columns),
     })
     .returning('id')
     .executeTakeFirstOrThrow();
   return Number(row.id);
 }
 
-/** Adds a batch's counts to its run, in the batch's transaction. */
+/** Adds a batch's counts to its run, and where its last row ends, in the batch's transaction. */
 export async function addToImport(
   trx: Transaction<Database>,
   id: number,
-  counts: { bytesRead: number; rows: number; created: number; updated: number; unchanged: number; refused: number },
+  batch: {
+    counts: { rows: number; created: number; updated: number; unchanged: number; refused: number };
+    end: CsvPosition | undefined;
+  },
   now: number,
 ): Promise<void> {
+  const { counts, end } = batch;
   await trx
     .updateTable('imports')
     .set((eb) => ({
-      bytes_read: counts.bytesRead,
+      ...(end === undefined ? {} : { bytes_read: end.bytes, lines_read: end.lines }),
       rows: eb('rows', '+', counts.rows),
       created: eb('created', '+', counts.created),
       updated: eb('updated', '+', counts.updated),
@@ -48,14 +63,33 @@ export async function addToImport(
 export async function finishImport(
   db: Kysely<Database>,
   id: number,
-  end: { status: 'finished' | 'failed'; error: string | null; bytesRead: number; now: number },
+  end: { status: 'finished' | 'failed'; error: string | null; now: number },
 ): Promise<void> {
   await db.deleteFrom('import_emails').where('import_id', '=', id).execute();
   await db
     .updateTable('imports')
-    .set({ status: end.status, error: end.error, bytes_read: end.bytesRead, updated_at: end.now, finished_at: end.now })
+    .set((eb) => ({
+      status: end.status,
+      error: end.error,
+      bytes_read: end.status === 'finished' ? eb.ref('bytes_total') : eb.ref('bytes_read'),
+      updated_at: end.now,
+      finished_at: end.now,
+    }))
     .where('id', '=', id)
     .execute();
+}
+
+/** A run, with what reading on needs: its upload, its mapped columns and where its last batch ended. */
+export async function findImport(db: Kysely<Database>, id: number) {
+  const row = await db.selectFrom('imports').selectAll().where('id', '=', id).executeTakeFirst();
+  if (!row) return undefined;
+  return {
+    accountId: Number(row.account_id),
+    progress: toProgress(row),
+    uploadId: row.upload_id === null ? null : Number(row.upload_id),
+    columns: row.columns === null ? null : (JSON.parse(row.columns) as string[]),
+    position: { bytes: Number(row.bytes_read), lines: Number(row.lines_read) } satisfies CsvPosition,
+  };
 }
 
 /**
@@ -97,13 +131,19 @@ export async function insertRefusals(
     .execute();
 }
 
-/** The run's refused rows, by line. */
-export async function findRefusals(db: Kysely<Database>, importId: number) {
+/** The run's refused rows after `afterLine`, by line. */
+export async function findRefusals(
+  db: Kysely<Database>,
+  importId: number,
+  page: { afterLine: number; limit: number },
+): Promise<{ line: number; message: string }[]> {
   const rows = await db
     .selectFrom('import_refusals')
     .select(['line', 'message'])
     .where('import_id', '=', importId)
+    .where('line', '>', page.afterLine)
     .orderBy('line')
+    .limit(page.limit)
     .execute();
   return rows.map((row) => ({ line: Number(row.line), message: row.message }));
 }
@@ -161,4 +201,103 @@ function toProgress(row: Selectable<ImportsTable>): ImportProgress {
     startedAt: Number(row.started_at),
     finishedAt: row.finished_at === null ? null : Number(row.finished_at),
   };
+}
+
+/** Starts keeping an upload (described once its bytes are in); its id. */
+export async function insertUpload(
+  db: Kysely<Database>,
+  upload: { accountId: number; fileName: string; now: number },
+): Promise<number> {
+  const row = await db
+    .insertInto('import_uploads')
+    .values({
+      account_id: upload.accountId,
+      file_name: upload.fileName,
+      bytes_total: 0,
+      delimiter: ',',
+      header: '[]',
+      created_at: upload.now,
+    })
+    .returning('id')
+    .executeTakeFirstOrThrow();
+  return Number(row.id);
+}
+
+export async function insertUploadChunk(db: Kysely<Database>, uploadId: number, seq: number, data: Buffer) {
+  await db.insertInto('import_upload_chunks').values({ upload_id: uploadId, seq, data }).execute();
+}
+
+/** An upload's size, separator and header, once its bytes are in. */
+export async function describeUpload(
+  db: Kysely<Database>,
+  id: number,
+  file: { bytesTotal: number; delimiter: ',' | ';'; names: readonly string[] },
+): Promise<void> {
+  await db
+    .updateTable('import_uploads')
+    .set({ bytes_total: file.bytesTotal, delimiter: file.delimiter, header: JSON.stringify(file.names) })
+    .where('id', '=', id)
+    .execute();
+}
+
+export async function findUpload(db: Kysely<Database>, id: number) {
+  const row = await db.selectFrom('import_uploads').selectAll().where('id', '=', id).executeTakeFirst();
+  if (!row) return undefined;
+  return {
+    id: Number(row.id),
+    accountId: Number(row.account_id),
+    fileName: row.file_name,
+    bytesTotal: Number(row.bytes_total),
+    delimiter: row.delimiter,
+    names: JSON.parse(row.header) as string[],
+  };
+}
+
+/** An upload and its bytes (a run that read it keeps its counts). */
+export async function deleteUpload(db: Kysely<Database>, id: number): Promise<void> {
+  await deleteUploadChunks(db, id);
+  await db.deleteFrom('import_uploads').where('id', '=', id).execute();
+}
+
+/** An upload's bytes, once read to the end. */
+export async function deleteUploadChunks(db: Kysely<Database>, id: number): Promise<void> {
+  await db.deleteFrom('import_upload_chunks').where('upload_id', '=', id).execute();
+}
+
+/** The account's uploads made before `before` whose mapping never started a run (a step left half way). */
+export async function deleteAbandonedUploads(db: Kysely<Database>, accountId: number, before: number) {
+  const abandoned = await db
+    .selectFrom('import_uploads')
+    .select('id')
+    .where('account_id', '=', accountId)
+    .where('created_at', '<', before)
+    .where((eb) =>
+      eb.not(eb.exists(eb.selectFrom('imports').select('id').whereRef('upload_id', '=', 'import_uploads.id'))),
+    )
+    .execute();
+  for (const { id } of abandoned) await deleteUpload(db, Number(id));
+}
+
+/**
+ * An upload's bytes from `from` on, read a chunk per statement (`chunkBytes` each, the last
+ * shorter): memory holds one chunk however large the file.
+ */
+export function uploadStream(db: Kysely<Database>, uploadId: number, from: number, chunkBytes: number): Readable {
+  return Readable.from(
+    (async function* () {
+      let skip = from % chunkBytes;
+      for (let seq = Math.floor(from / chunkBytes); ; seq++) {
+        const row = await db
+          .selectFrom('import_upload_chunks')
+          .select('data')
+          .where('upload_id', '=', uploadId)
+          .where('seq', '=', seq)
+          .executeTakeFirst();
+        if (!row) return;
+        const data = Buffer.from(row.data);
+        yield skip === 0 ? data : data.subarray(skip);
+        skip = 0;
+      }
+    })(),
+  );
 }

@@ -7,7 +7,7 @@ declare module '../services.js' {
   }
 }
 
-/** Imports: customers with their balances from CSV files. */
+/** Imports: customers with their balances from CSV files (the console's, a job). */
 export const importsRoom = defineRoom({
   name: 'imports',
   service: ({ clock, db, uow, services }) =>
@@ -20,5 +20,7 @@ export const importsRoom = defineRoom({
       services.pointsTransactions,
       services.vipTiers,
       services.customerIdentities,
+      services.jobs,
     ),
+  jobs: (services) => [services.imports.job()],
 });

@@ -1,28 +1,39 @@
 import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { basename } from 'node:path';
+import type { Readable } from 'node:stream';
 import type { Kysely } from 'kysely';
 import type { AccountsService } from '../accounts/service.js';
 import type { Clock } from '../clock.js';
 import type { CustomerIdentitiesService } from '../customer-identities/service.js';
 import type { CustomersService } from '../customers/service.js';
 import { normalizeEmail } from '../email.js';
-import { DomainError, invalidParameter } from '../errors.js';
+import { DomainError, invalidParameter, notFound } from '../errors.js';
+import type { JobHandler, JobsService } from '../jobs/service.js';
 import type { PointsTransactionsService } from '../points-transactions/service.js';
 import type { Database } from '../storage/schema.js';
 import type { UnitOfWork, Work } from '../storage/unit-of-work.js';
 import { validate } from '../validate.js';
 import type { VipTiersService } from '../vip-tiers/service.js';
-import { CsvFileError, type CsvHeader, readCsv } from './csv.js';
+import { CsvFileError, type CsvHeader, type CsvPosition, type CsvRow, readCsv } from './csv.js';
 import {
   addToImport,
   claimEmail,
   claimImportedBalance,
+  deleteAbandonedUploads,
+  deleteUpload,
+  deleteUploadChunks,
+  describeUpload,
+  findImport,
   findImports,
   findRefusals,
+  findUpload,
   finishImport,
   insertImport,
   insertRefusals,
+  insertUpload,
+  insertUploadChunk,
+  uploadStream,
 } from './repository.js';
 import { IMPORT_COLUMNS, type ImportProgress, ImportRow, type ImportSummary } from './schemas.js';
 
@@ -32,6 +43,19 @@ const BATCH = 200;
 const FORMULA = /^[=+\-@\t\r]/;
 const TEXT_COLUMNS = ['first_name', 'last_name', 'distinct_id'] as const;
 const NUMBER_COLUMNS = ['points_balance', 'points_earned'] as const;
+/** The job runner's queue of the console's imports. */
+export const IMPORTS_QUEUE = 'imports';
+/**
+ * How long one run of an import's job reads before it lets the runner schedule the rest (its
+ * lease is 30 s): real time, as the lease's is in production, not the injected clock.
+ */
+const STEP_BUDGET_MS = 10_000;
+/** The most an upload may hold. */
+export const MAX_UPLOAD_BYTES = 1024 ** 3;
+/** Bytes of an uploaded file per stored chunk. */
+const CHUNK_BYTES = 1024 * 1024;
+/** An upload whose columns were never mapped is deleted at the account's next upload after this long. */
+const ABANDONED_AFTER_MS = 24 * 60 * 60 * 1000;
 
 /** What an import is asked to do besides its file. */
 export interface ImportOptions {
@@ -52,6 +76,23 @@ interface CheckedRow {
 type Outcome = 'created' | 'updated' | 'unchanged';
 type Result = { line: number; outcome: Outcome } | { line: number; refused: string };
 
+/** A batch's results counted, with where its last row ends. */
+interface BatchRecord {
+  counts: { rows: number; created: number; updated: number; unchanged: number; refused: number };
+  refusals: { line: number; message: string }[];
+  end: CsvPosition | undefined;
+}
+
+/** One run of an import: its account, file name (for the balances), its row in `imports` (none for a dry run). */
+interface Run {
+  readonly accountId: number;
+  readonly fileName: string;
+  readonly importId: number | null;
+  readonly dryRun: boolean;
+  /** A dry run's emails (it writes nothing, not even the emails it saw). */
+  readonly seen: Map<string, number>;
+}
+
 /** Stops a dry run's transaction once it knows what its rows would do. */
 class DryRun extends Error {
   constructor(readonly results: Result[]) {
@@ -59,10 +100,21 @@ class DryRun extends Error {
   }
 }
 
+/** A file uploaded in the console, before its columns are mapped. */
+export interface UploadedFile {
+  readonly id: number;
+  readonly fileName: string;
+  readonly bytesTotal: number;
+  /** Its header's column names, as the file has them. */
+  readonly names: readonly string[];
+}
+
 /**
  * Imports of customers with their balances from CSV (docs/imports.md): rows matched by email,
  * streamed in batches of short transactions; a refused row never stops the others; running a
- * file again changes nothing, and finishes a run that stopped half way.
+ * file again changes nothing, and finishes a run that stopped half way. The CLI reads its file
+ * in its own process; the console's uploads are kept in the database and read by a job, a step
+ * at a time, each step going on from where the last committed batch ended.
  */
 export class ImportsService {
   constructor(
@@ -74,11 +126,24 @@ export class ImportsService {
     private readonly ledger: PointsTransactionsService,
     private readonly vipTiers: VipTiersService,
     private readonly identities: CustomerIdentitiesService,
+    private readonly jobs: JobsService,
   ) {}
 
   /** The account's latest runs, newest first. */
   async recent(accountId: number, limit = 10): Promise<ImportProgress[]> {
     return findImports(this.db, accountId, limit);
+  }
+
+  /** The account's run `id`; `404 not_found` for another account's. */
+  async progress(accountId: number, id: number): Promise<ImportProgress> {
+    const run = await findImport(this.db, id);
+    if (!run || run.accountId !== accountId) throw notFound(`import ${id} does not exist`);
+    return run.progress;
+  }
+
+  /** The run's refused rows after `afterLine`, by line, `limit` at most. */
+  refusals(importId: number, afterLine: number, limit: number): Promise<{ line: number; message: string }[]> {
+    return findRefusals(this.db, importId, { afterLine, limit });
   }
 
   /**
@@ -94,10 +159,10 @@ export class ImportsService {
     } catch (error) {
       throw invalidParameter('file', `cannot be read: ${(error as Error).message}`);
     }
+    const dryRun = options.dryRun === true;
     const startedAt = this.clock.now();
-    const importId = options.dryRun
-      ? null
-      : await insertImport(this.db, { accountId, fileName, bytesTotal, now: startedAt });
+    const importId = dryRun ? null : await insertImport(this.db, { accountId, fileName, bytesTotal, now: startedAt });
+    const run: Run = { accountId, fileName, importId, dryRun, seen: new Map() };
     const progress = {
       id: importId,
       fileName,
@@ -114,74 +179,193 @@ export class ImportsService {
       finishedAt: null as number | null,
     };
     const refusals: { line: number; message: string }[] = [];
-    const seen = new Map<string, number>();
-    const run = { accountId, fileName, importId, seen };
+    const rows = readCsv(createReadStream(path), {
+      rename: options.rename ?? new Map(),
+      onHeader: (header) => checkHeader(header.columns),
+    });
+    await this.failOnError(run, async () =>
+      this.readRows(run, rows, Number.POSITIVE_INFINITY, (batch) => {
+        if (importId === null) refusals.push(...batch.refusals);
+        progress.bytesRead = batch.end?.bytes ?? progress.bytesRead;
+        progress.rows += batch.counts.rows;
+        progress.created += batch.counts.created;
+        progress.updated += batch.counts.updated;
+        progress.unchanged += batch.counts.unchanged;
+        progress.refused += batch.counts.refused;
+        options.onProgress?.({ ...progress, bytesRead: Math.min(progress.bytesRead, bytesTotal) });
+      }),
+    );
+    progress.status = 'finished';
+    progress.finishedAt = this.clock.now();
+    if (importId !== null) {
+      await finishImport(this.db, importId, { status: 'finished', error: null, now: progress.finishedAt });
+    }
+    const { rows: count, created, updated, unchanged, refused } = progress;
+    const listed =
+      importId === null
+        ? refusals.sort((a, b) => a.line - b.line)
+        : await findRefusals(this.db, importId, { afterLine: 0, limit: Number.MAX_SAFE_INTEGER });
+    return { rows: count, created, updated, unchanged, refused, refusals: listed };
+  }
 
-    const flush = async (batch: CheckedRow[], refused: Result[]) => {
-      const results = [...refused, ...(await this.applyBatch(run, batch, options.dryRun === true))];
-      const counts = {
-        bytesRead: progress.bytesRead,
-        rows: results.length,
-        created: 0,
-        updated: 0,
-        unchanged: 0,
-        refused: 0,
-      };
-      const batchRefusals: { line: number; message: string }[] = [];
-      for (const result of results) {
-        if ('refused' in result) {
-          counts.refused++;
-          batchRefusals.push({ line: result.line, message: result.refused });
-        } else counts[result.outcome]++;
-      }
-      if (importId !== null) {
-        await this.uow.run(async (w) => {
-          await insertRefusals(w.trx, importId, batchRefusals);
-          await addToImport(w.trx, importId, counts, w.now);
-        });
-      } else refusals.push(...batchRefusals);
-      progress.rows += counts.rows;
-      progress.created += counts.created;
-      progress.updated += counts.updated;
-      progress.unchanged += counts.unchanged;
-      progress.refused += counts.refused;
-      options.onProgress?.({ ...progress });
-    };
-
+  /**
+   * Keeps a file uploaded in the console (chunk by chunk, each in a short transaction) and reads its
+   * header, for the mapping step. `input` ends early (`truncated`) past MAX_UPLOAD_BYTES.
+   */
+  async upload(accountId: number, fileName: string, input: Readable, truncated: () => boolean): Promise<UploadedFile> {
+    await this.accounts.require(accountId);
+    const name = basename(fileName.replaceAll('\\', '/')).slice(0, 255) || 'upload.csv';
+    const now = this.clock.now();
+    await deleteAbandonedUploads(this.db, accountId, now - ABANDONED_AFTER_MS);
+    const uploadId = await insertUpload(this.db, { accountId, fileName: name, now });
+    let stored = 0;
     try {
-      let batch: CheckedRow[] = [];
-      let refused: Result[] = [];
-      const rows = readCsv(createReadStream(path), {
-        rename: options.rename ?? new Map(),
-        onHeader: (header) => checkHeader(header),
-        onBytes: (bytes) => {
-          progress.bytesRead = bytes;
-        },
-      });
-      for await (const row of rows) {
-        if (row.error !== undefined) refused.push({ line: row.line, refused: row.error });
-        else {
-          const checked = checkRow(row.cells);
-          if (typeof checked === 'string') refused.push({ line: row.line, refused: checked });
-          else batch.push({ line: row.line, row: checked });
-        }
-        if (batch.length + refused.length >= BATCH) {
-          await flush(batch, refused);
-          batch = [];
-          refused = [];
+      let seq = 0;
+      let pending = Buffer.alloc(0);
+      for await (const chunk of input) {
+        pending = Buffer.concat([pending, chunk as Buffer]);
+        // Chunks of exactly CHUNK_BYTES (the last shorter): a byte's chunk is its offset / CHUNK_BYTES.
+        while (pending.length >= CHUNK_BYTES) {
+          await insertUploadChunk(this.db, uploadId, seq++, pending.subarray(0, CHUNK_BYTES));
+          stored += CHUNK_BYTES;
+          pending = pending.subarray(CHUNK_BYTES);
         }
       }
-      progress.bytesRead = bytesTotal;
-      await flush(batch, refused);
+      if (pending.length > 0) {
+        await insertUploadChunk(this.db, uploadId, seq++, pending);
+        stored += pending.length;
+      }
+      if (truncated()) {
+        throw invalidParameter('file', `is larger than ${MAX_UPLOAD_BYTES / 1024 ** 2} MiB: split it, or use the CLI`);
+      }
+      let header: CsvHeader | undefined;
+      try {
+        for await (const _ of readCsv(uploadStream(this.db, uploadId, 0, CHUNK_BYTES), {
+          rename: new Map(),
+          onHeader: (read) => {
+            header = read;
+          },
+        })) {
+          break;
+        }
+      } catch (error) {
+        if (error instanceof CsvFileError || (error instanceof Error && error.name === 'CsvError')) {
+          throw invalidParameter('file', error.message);
+        }
+        throw error;
+      }
+      if (!header || header.names.length === 0) {
+        throw invalidParameter('file', 'is empty: the first line must name the columns');
+      }
+      await describeUpload(this.db, uploadId, { bytesTotal: stored, delimiter: header.delimiter, names: header.names });
+      return { id: uploadId, fileName: name, bytesTotal: stored, names: header.names };
     } catch (error) {
-      if (importId !== null) {
+      await deleteUpload(this.db, uploadId);
+      throw error;
+    }
+  }
+
+  /** The account's upload `id`, waiting for its mapping; `404 not_found` for another account's. */
+  async uploaded(accountId: number, id: number): Promise<UploadedFile> {
+    const upload = await findUpload(this.db, id);
+    if (!upload || upload.accountId !== accountId) throw notFound(`upload ${id} does not exist`);
+    return { id, fileName: upload.fileName, bytesTotal: upload.bytesTotal, names: upload.names };
+  }
+
+  /**
+   * Starts the import of an upload with its columns mapped (`mapping[i]`: the import column the
+   * file's i-th column is read as, '' to ignore it); answers the run's id. The run is a job: any
+   * process's runner reads it.
+   */
+  async start(accountId: number, uploadId: number, mapping: readonly string[]): Promise<number> {
+    const upload = await this.uploaded(accountId, uploadId);
+    const columns = upload.names.map((_, i) => mapping[i] ?? '');
+    columns.forEach((column, i) => {
+      if (column === '') return;
+      if (!(IMPORT_COLUMNS as readonly string[]).includes(column)) {
+        throw invalidParameter(`mapping.${i}`, `must be one of ${IMPORT_COLUMNS.join(', ')}, or ignored`);
+      }
+      if (columns.indexOf(column) !== i) {
+        throw invalidParameter(
+          `mapping.${i}`,
+          `${column} is already read from "${upload.names[columns.indexOf(column)]}"`,
+        );
+      }
+    });
+    checkHeader(columns);
+    return this.uow.run(async (w) => {
+      const importId = await insertImport(w.trx, {
+        accountId,
+        fileName: upload.fileName,
+        bytesTotal: upload.bytesTotal,
+        now: w.now,
+        uploadId,
+        columns,
+      });
+      await this.jobs.enqueue(w, [{ queue: IMPORTS_QUEUE, accountId, subjectId: importId }]);
+      return importId;
+    });
+  }
+
+  /** The job of the console's imports: a step of a run (STEP_BUDGET_MS of reading), then the rest as another run. */
+  job(): JobHandler {
+    return {
+      queue: IMPORTS_QUEUE,
+      run: async (job) => {
+        const finished = await this.step(job.subjectId!, performance.now() + STEP_BUDGET_MS);
+        return finished ? { done: true } : { retryAt: this.clock.now() };
+      },
+    };
+  }
+
+  /**
+   * Reads a run on from where its last batch ended, until the file ends (then it is finished and
+   * its upload let go) or `until` (performance.now()) passes; whether it is over.
+   */
+  async step(importId: number, until: number): Promise<boolean> {
+    const found = await findImport(this.db, importId);
+    if (found?.progress.status !== 'running' || found.uploadId === null || found.columns === null) {
+      return true;
+    }
+    const upload = await findUpload(this.db, found.uploadId);
+    if (!upload) {
+      await finishImport(this.db, importId, {
+        status: 'failed',
+        error: 'its upload was deleted',
+        now: this.clock.now(),
+      });
+      return true;
+    }
+    const { progress, position, columns } = found;
+    const run: Run = {
+      accountId: upload.accountId,
+      fileName: progress.fileName,
+      importId,
+      dryRun: false,
+      seen: new Map(),
+    };
+    const fresh = position.bytes === 0;
+    const rows = readCsv(uploadStream(this.db, upload.id, position.bytes, CHUNK_BYTES), {
+      // From the start, the header is read again, and renamed as it was mapped.
+      rename: new Map(upload.names.map((name, i) => [name, columns[i] ?? name])),
+      onHeader: (header) => checkHeader(header.columns),
+      ...(fresh ? {} : { from: { ...position, delimiter: upload.delimiter, columns } }),
+    });
+    const ended = await this.failOnError(run, () => this.readRows(run, rows, until, () => undefined));
+    if (!ended) return false;
+    await finishImport(this.db, importId, { status: 'finished', error: null, now: this.clock.now() });
+    await deleteUploadChunks(this.db, upload.id);
+    return true;
+  }
+
+  /** Runs `read`; a failure of the whole file marks the run failed and is the contract's error. */
+  private async failOnError<T>(run: Run, read: () => Promise<T>): Promise<T> {
+    try {
+      return await read();
+    } catch (error) {
+      if (run.importId !== null) {
         const message = error instanceof Error ? error.message : String(error);
-        await finishImport(this.db, importId, {
-          status: 'failed',
-          error: message,
-          bytesRead: progress.bytesRead,
-          now: this.clock.now(),
-        });
+        await finishImport(this.db, run.importId, { status: 'failed', error: message, now: this.clock.now() });
       }
       if (error instanceof DomainError) throw error;
       if (error instanceof CsvFileError || (error instanceof Error && error.name === 'CsvError')) {
@@ -189,37 +373,60 @@ export class ImportsService {
       }
       throw error;
     }
-    progress.status = 'finished';
-    progress.finishedAt = this.clock.now();
-    if (importId !== null) {
-      await finishImport(this.db, importId, {
-        status: 'finished',
-        error: null,
-        bytesRead: bytesTotal,
-        now: progress.finishedAt,
-      });
-    }
-    const { rows, created, updated, unchanged, refused } = progress;
-    const listed = importId === null ? refusals.sort((a, b) => a.line - b.line) : await findRefusals(this.db, importId);
-    return { rows, created, updated, unchanged, refused, refusals: listed };
   }
 
   /**
-   * Applies a batch in one transaction; when the transaction fails on one row (a refusal only the
-   * database finds, such as a distinct_id another customer holds), again row by row, each in its
-   * own, so that the others go in and the one is refused with the API's message. A dry run's
+   * Applies `rows` a batch at a time until they end (true) or `until` (performance.now()) passes
+   * after a batch (false). A batch is cut after a row that knows where it ends, so that the run's
+   * position is exact; `onBatch` hears each one once it committed.
+   */
+  private async readRows(
+    run: Run,
+    rows: AsyncIterable<CsvRow>,
+    until: number,
+    onBatch: (batch: BatchRecord) => void,
+  ): Promise<boolean> {
+    let batch: CheckedRow[] = [];
+    let refused: Result[] = [];
+    let last: CsvPosition | undefined;
+    for await (const row of rows) {
+      last = row.end ?? last;
+      if (row.error !== undefined) refused.push({ line: row.line, refused: row.error });
+      else {
+        const checked = checkRow(row.cells);
+        if (typeof checked === 'string') refused.push({ line: row.line, refused: checked });
+        else batch.push({ line: row.line, row: checked });
+      }
+      if (batch.length + refused.length >= BATCH && row.end !== undefined) {
+        onBatch(await this.applyBatch(run, batch, refused, row.end));
+        batch = [];
+        refused = [];
+        if (performance.now() > until) return false;
+      }
+    }
+    onBatch(await this.applyBatch(run, batch, refused, last));
+    return true;
+  }
+
+  /**
+   * Applies a batch in one transaction, with the run's counts, refusals and position (so that a
+   * run stopped at any point goes on after its last committed batch, counting each row once).
+   * When the transaction fails on one row (a refusal only the database finds, such as a
+   * distinct_id another customer holds), again row by row, each in its own, so that the others go
+   * in and the one is refused with the API's message; the counts then follow in a transaction of
+   * their own (a run stopped just before them applies those rows again, as unchanged). A dry run's
    * transactions are rolled back once they know what the rows would do.
    */
   private async applyBatch(
-    run: { accountId: number; fileName: string; importId: number | null; seen: Map<string, number> },
+    run: Run,
     batch: readonly CheckedRow[],
-    dryRun: boolean,
-  ): Promise<Result[]> {
-    if (batch.length === 0) return [];
+    refused: readonly Result[],
+    end: CsvPosition | undefined,
+  ): Promise<BatchRecord> {
     // A dry run finds duplicates in memory (it writes nothing); a real run in the database.
-    const duplicates: Result[] = [];
+    const duplicates: Result[] = [...refused];
     let rows = batch;
-    if (dryRun) {
+    if (run.dryRun) {
       rows = batch.filter(({ line, row }) => {
         const email = normalizeEmail(row.email);
         const first = run.seen.get(email);
@@ -231,12 +438,22 @@ export class ImportsService {
         return false;
       });
     }
-    const attempt = async (some: readonly CheckedRow[]) => {
+    const record = async (w: Work, results: readonly Result[]): Promise<BatchRecord> => {
+      const counted = countResults(results, end);
+      if (run.importId !== null) {
+        await insertRefusals(w.trx, run.importId, counted.refusals);
+        await addToImport(w.trx, run.importId, counted, w.now);
+      }
+      return counted;
+    };
+    /** Applies `some`; with `others` (the batch's refusals), records the batch in the same transaction. */
+    const attempt = async (some: readonly CheckedRow[], others: readonly Result[] | null) => {
       try {
         return await this.uow.run(async (w) => {
           const results: Result[] = [];
           for (const checked of some) results.push(await this.applyRow(w, run, checked));
-          if (dryRun) throw new DryRun(results);
+          if (run.dryRun) throw new DryRun(results);
+          if (others !== null) await record(w, [...others, ...results]);
           return results;
         });
       } catch (error) {
@@ -245,32 +462,31 @@ export class ImportsService {
       }
     };
     try {
-      return [...duplicates, ...(await attempt(rows))];
+      const results = await attempt(rows, duplicates);
+      return countResults([...duplicates, ...results], end);
     } catch (error) {
       if (!isRowRefusal(error)) throw error;
     }
     const results: Result[] = [...duplicates];
     for (const checked of rows) {
       try {
-        results.push(...(await attempt([checked])));
+        results.push(...(await attempt([checked], null)));
       } catch (error) {
         if (!isRowRefusal(error)) throw error;
         results.push({ line: checked.line, refused: (error as DomainError).message });
       }
     }
-    return results;
+    if (run.dryRun || run.importId === null) return countResults(results, end);
+    return this.uow.run((w) => record(w, results));
   }
 
   /** One row, in the batch's transaction: its customer, their balance from this file once, their identity. */
-  private async applyRow(
-    w: Work,
-    run: { accountId: number; fileName: string; importId: number | null },
-    { line, row }: CheckedRow,
-  ): Promise<Result> {
+  private async applyRow(w: Work, run: Run, { line, row }: CheckedRow): Promise<Result> {
     const { accountId, fileName, importId } = run;
     if (importId !== null) {
       const first = await claimEmail(w.trx, importId, normalizeEmail(row.email), line);
-      if (first !== undefined) return { line, refused: duplicateMessage(first) };
+      // Its own line: the row applied again, its batch's counts having not committed.
+      if (first !== undefined && first !== line) return { line, refused: duplicateMessage(first) };
     }
     const { email, first_name, last_name, date_of_birth, state } = row;
     const imported = await this.customers.importIn(w, accountId, {
@@ -327,13 +543,26 @@ function duplicateMessage(firstLine: number): string {
   return `email is the same as line ${firstLine}'s: a customer appears once per file`;
 }
 
-/** Refuses a file whose header has no email column (after --map). */
-function checkHeader(header: CsvHeader): void {
-  if (header.columns.length === 0) throw invalidParameter('file', 'is empty: the first line must name the columns');
-  if (!header.columns.includes('email')) {
+/** A batch's results counted, with where its last row ends. */
+function countResults(results: readonly Result[], end: CsvPosition | undefined): BatchRecord {
+  const counts = { rows: results.length, created: 0, updated: 0, unchanged: 0, refused: 0 };
+  const refusals: { line: number; message: string }[] = [];
+  for (const result of results) {
+    if ('refused' in result) {
+      counts.refused++;
+      refusals.push({ line: result.line, message: result.refused });
+    } else counts[result.outcome]++;
+  }
+  return { counts, refusals, end };
+}
+
+/** Refuses a file whose header (after --map) has no email column. */
+function checkHeader(columns: readonly string[]): void {
+  if (columns.length === 0) throw invalidParameter('file', 'is empty: the first line must name the columns');
+  if (!columns.includes('email')) {
     throw invalidParameter(
       'file',
-      `has no "email" column (its columns: ${header.columns.join(', ')}); rename one with --map 'Name=email'`,
+      `has no "email" column (its columns: ${columns.filter((c) => c !== '').join(', ')}); rename one with --map 'Name=email'`,
     );
   }
 }

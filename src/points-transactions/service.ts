@@ -215,12 +215,7 @@ export class PointsTransactionsService {
 
   /** One page of the account's transactions matching the query's filters, id descending. */
   async page(accountId: number, query: PointsTransactionsQuery): Promise<PointsTransactionsPage> {
-    const filters: PointsTransactionFilters = {
-      ...(query.customer_id === undefined ? {} : { customerId: query.customer_id }),
-      ...(query.updated_at_min === undefined
-        ? {}
-        : { updatedAtMin: parseTime(query.updated_at_min, 'updated_at_min') }),
-    };
+    const filters = this.filters(query);
     const page = await keysetPage({
       codec: await this.cursors.codec(POINTS_TRANSACTIONS_CURSOR),
       accountId,
@@ -231,6 +226,32 @@ export class PointsTransactionsService {
         findPointsTransactionsPage(this.db, accountId, filters, direction, boundary, rows),
     });
     return { points_transactions: page.items, metadata: page.metadata };
+  }
+
+  /**
+   * Transactions for an export, read through `db` (a snapshot): up to `limit` matching the API's
+   * list filters with ids below `before` (null: from the newest), id descending, as the API shows
+   * them; and the boundary of the next page (undefined: none left).
+   */
+  async exportPage(
+    db: Kysely<Database>,
+    accountId: number,
+    query: Pick<PointsTransactionsQuery, 'customer_id' | 'updated_at_min'>,
+    before: number | null,
+    limit: number,
+  ): Promise<{ rows: PointsTransaction[]; next: number | undefined }> {
+    const rows = await findPointsTransactionsPage(db, accountId, this.filters(query), 'next', before, limit);
+    return { rows, next: rows.length === limit ? rows[rows.length - 1]!.id : undefined };
+  }
+
+  /** The API's list filters, as the repository takes them. */
+  private filters(query: Pick<PointsTransactionsQuery, 'customer_id' | 'updated_at_min'>): PointsTransactionFilters {
+    return {
+      ...(query.customer_id === undefined ? {} : { customerId: query.customer_id }),
+      ...(query.updated_at_min === undefined
+        ? {}
+        : { updatedAtMin: parseTime(query.updated_at_min, 'updated_at_min') }),
+    };
   }
 }
 

@@ -26,6 +26,9 @@ import {
 } from './repository.js';
 import type { RewardFulfillment, RewardFulfillmentsPage, RewardFulfillmentsQuery, UseBody } from './schemas.js';
 
+/** The list's filters, without its paging. */
+type FulfillmentsFilterQuery = Omit<RewardFulfillmentsQuery, 'limit' | 'cursor'>;
+
 const REWARD_FULFILLMENTS_CURSOR = { resource: 'reward_fulfillments', filtered: true };
 /** Draws of a new code when one is taken in the account (with 80 random bits, never more than one). */
 const CODE_ATTEMPTS = 5;
@@ -60,15 +63,7 @@ export class RewardFulfillmentsService {
 
   /** One page of the account's fulfillments matching the query's filters, id descending. */
   async page(accountId: number, query: RewardFulfillmentsQuery): Promise<RewardFulfillmentsPage> {
-    const filters: FulfillmentFilters = {
-      ...(query.customer_id === undefined ? {} : { customerId: query.customer_id }),
-      ...(query.fulfillment_status === undefined ? {} : { fulfillmentStatus: query.fulfillment_status }),
-      ...(query.usage_status === undefined ? {} : { usageStatus: query.usage_status }),
-      ...(query.updated_at_min === undefined
-        ? {}
-        : { updatedAtMin: parseTime(query.updated_at_min, 'updated_at_min') }),
-      ...(query.code === undefined ? {} : { code: normalCode(query.code) }),
-    };
+    const filters = this.filters(query);
     const now = this.clock.now();
     const page = await keysetPage({
       codec: await this.cursors.codec(REWARD_FULFILLMENTS_CURSOR),
@@ -80,6 +75,38 @@ export class RewardFulfillmentsService {
         findFulfillmentsPage(this.db, accountId, filters, { direction, boundary, rows, now }),
     });
     return { reward_fulfillments: page.items, metadata: page.metadata };
+  }
+
+  /**
+   * Fulfillments for an export, read through `db` (a snapshot): up to `limit` matching the API's
+   * list filters with ids below `before` (null: from the newest), id descending, as the API shows
+   * them at `now` (one instant for a whole export, so that no code expires between its pages); and
+   * the boundary of the next page (undefined: none left).
+   */
+  async exportPage(
+    db: Kysely<Database>,
+    accountId: number,
+    query: FulfillmentsFilterQuery,
+    before: number | null,
+    limit: number,
+    now: number,
+  ): Promise<{ rows: RewardFulfillment[]; next: number | undefined }> {
+    const page = { direction: 'next' as const, boundary: before, rows: limit, now };
+    const rows = await findFulfillmentsPage(db, accountId, this.filters(query), page);
+    return { rows, next: rows.length === limit ? rows[rows.length - 1]!.id : undefined };
+  }
+
+  /** The API's list filters, as the repository takes them. */
+  private filters(query: FulfillmentsFilterQuery): FulfillmentFilters {
+    return {
+      ...(query.customer_id === undefined ? {} : { customerId: query.customer_id }),
+      ...(query.fulfillment_status === undefined ? {} : { fulfillmentStatus: query.fulfillment_status }),
+      ...(query.usage_status === undefined ? {} : { usageStatus: query.usage_status }),
+      ...(query.updated_at_min === undefined
+        ? {}
+        : { updatedAtMin: parseTime(query.updated_at_min, 'updated_at_min') }),
+      ...(query.code === undefined ? {} : { code: normalCode(query.code) }),
+    };
   }
 
   /**

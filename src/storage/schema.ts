@@ -37,6 +37,8 @@ export interface Database {
   vip_tier_changes: VipTierChangesTable;
   vip_earnings: VipEarningsTable;
   imports: ImportsTable;
+  import_uploads: ImportUploadsTable;
+  import_upload_chunks: ImportUploadChunksTable;
   import_emails: ImportEmailsTable;
   import_refusals: ImportRefusalsTable;
   imported_balances: ImportedBalancesTable;
@@ -333,7 +335,6 @@ export interface VipTiersTable {
   updated_at: number;
 }
 
-/** A customer's move from one VIP tier to another (either may be null: in no tier). */
 /** A run of `loyalty import customers` (or of the console's upload), with its progress. */
 export interface ImportsTable {
   id: Generated<number>;
@@ -352,6 +353,31 @@ export interface ImportsTable {
   started_at: number;
   updated_at: number;
   finished_at: number | null;
+  /** The console's upload it reads (null for the CLI's runs). */
+  upload_id: number | null;
+  /** The file's line on which the last applied row ended (with `bytes_read`, where reading goes on). */
+  lines_read: Generated<number>;
+  /** JSON array: the header's columns as mapped, for reading on from `bytes_read`; null for the CLI's runs. */
+  columns: string | null;
+}
+
+/** A file uploaded in the console, kept until its import has read it. */
+export interface ImportUploadsTable {
+  id: Generated<number>;
+  account_id: number;
+  file_name: string;
+  bytes_total: number;
+  delimiter: ',' | ';';
+  /** JSON array: the header's column names as the file has them. */
+  header: string;
+  created_at: number;
+}
+
+/** A piece of an uploaded file, in order of `seq`. */
+export interface ImportUploadChunksTable {
+  upload_id: number;
+  seq: number;
+  data: Uint8Array;
 }
 
 /** The emails a run has seen, with their line: a later row with one of them is a duplicate. */

@@ -312,6 +312,7 @@ describe.runIf(runnable)(`the merchant console in a real browser (Chromium, serv
       ...(keyId ? [`/admin/api-keys/${keyId}/revoke`, `/admin/api-keys/${keyId}/created`] : []),
       '/admin/apps',
       '/admin/webhooks',
+      '/admin/imports',
       '/admin/nothing-here',
     ];
     // Every console page is walked: the sections, and each page a section leads to.

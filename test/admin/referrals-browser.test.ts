@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabaseUrl, type TestDatabaseUrl, testEngine } from '../helpers/app.js';
-import { axeFailures, overflowAt375 } from '../helpers/browser.js';
+import { axeFailures, phoneProblems } from '../helpers/browser.js';
 import { withServices } from '../helpers/seed.js';
 import { ROOT, type ServerProcess, startServer } from '../helpers/server-process.js';
 
@@ -235,21 +235,9 @@ describe.runIf(runnable)(`the console's referrals in a real browser (Chromium, s
         ...[...visited].filter((path) => !path.includes('notice=')),
       ]),
     ];
-    const phone = await (browser as Browser).newContext({ viewport: { width: 375, height: 740 }, isMobile: true });
-    await phone.addCookies(await context.cookies());
-    const small = await phone.newPage();
-    const overflow: string[] = [];
-    for (const path of paths) {
-      await small.goto(`${base()}${path}`);
-      expect(`${new URL(small.url()).pathname}${new URL(small.url()).search}`).toBe(path);
-      overflow.push(...(await overflowAt375(small)).map((problem) => `${path}: ${problem}`));
-      await small.screenshot({
-        path: join(ARTIFACTS, `referrals-phone${path.replace(/[^a-z0-9]+/gi, '-')}.png`),
-        fullPage: true,
-      });
-    }
-    await phone.close();
-    expect(overflow).toEqual([]);
+    expect(
+      await phoneProblems(browser as Browser, await context.cookies(), base(), paths, join(ARTIFACTS, 'referrals')),
+    ).toEqual([]);
 
     // axe is injected as a script, which the console's CSP forbids: this context alone bypasses it.
     const audit = await (browser as Browser).newContext({ bypassCSP: true, viewport: { width: 1100, height: 900 } });

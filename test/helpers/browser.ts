@@ -1,7 +1,7 @@
 /// <reference lib="dom" />
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import type { Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 
 // What the console's browser tests check on every page they open: that it fits a phone, and
 // that axe-core finds nothing serious.
@@ -58,4 +58,31 @@ export async function axeFailures(page: Page, label: string): Promise<string[]> 
       (violation) =>
         `${label}: ${violation.id} (${violation.impact}) ${violation.help} at ${violation.nodes.map((n) => n.target.join(' ')).join(', ')}`,
     );
+}
+
+/**
+ * What does not fit a 375 px phone on each of `paths` of the console at `base`, opened signed in
+ * with `cookies` (each page's screenshot saved as `<shots>-phone<path>.png`), and each page that
+ * did not stay on its path (a redirect to sign-in, say).
+ */
+export async function phoneProblems(
+  browser: Browser,
+  cookies: Parameters<BrowserContext['addCookies']>[0],
+  base: string,
+  paths: readonly string[],
+  shots: string,
+): Promise<string[]> {
+  const phone = await browser.newContext({ viewport: { width: 375, height: 740 }, isMobile: true });
+  await phone.addCookies(cookies);
+  const small = await phone.newPage();
+  const problems: string[] = [];
+  for (const path of paths) {
+    await small.goto(`${base}${path}`);
+    const at = `${new URL(small.url()).pathname}${new URL(small.url()).search}`;
+    if (at !== path) problems.push(`${path}: ended at ${at}`);
+    problems.push(...(await overflowAt375(small)).map((problem) => `${path}: ${problem}`));
+    await small.screenshot({ path: `${shots}-phone${path.replace(/[^a-z0-9]+/gi, '-')}.png`, fullPage: true });
+  }
+  await phone.close();
+  return problems;
 }

@@ -1,0 +1,223 @@
+import { once } from 'node:events';
+import { PassThrough } from 'node:stream';
+import multipart from '@fastify/multipart';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import { DomainError, invalidParameter } from '../errors.js';
+import { csvLines, EXPORT_FILTERS, EXPORT_FORMATS, EXPORT_KINDS, type ExportKind } from '../exports/service.js';
+import { IMPORT_COLUMNS } from '../imports/schemas.js';
+import { MAX_UPLOAD_BYTES } from '../imports/service.js';
+import { Form } from './form.js';
+import { hide, postWithId, refuseForm, sendPage, typed, withId } from './pages.js';
+
+// Import and export (docs/imports.md, "In the console"): a CSV file uploaded, its columns mapped,
+// the import run by the job runner with its progress read from the database (a reload shows how
+// far it got, on any node), its refused rows as a CSV; and every export as a download.
+
+/** How often a running import's page reloads itself. */
+const REFRESH_SECONDS = 2;
+/** Refused rows shown on a run's page (all of them are in its CSV). */
+const REFUSALS_SHOWN = 50;
+/** Refused rows read per statement for the CSV. */
+const REFUSALS_PAGE = 1000;
+const REFUSAL_COLUMNS = ['line', 'message'];
+/** Fields besides the file an upload form has (its CSRF token). */
+const UPLOAD_FIELDS = 2;
+
+const ExportQuery = Type.Object({
+  kind: Type.String({ maxLength: 50 }),
+  format: Type.Optional(Type.String({ maxLength: 10 })),
+  customer_id: Type.Optional(Type.String({ maxLength: 30 })),
+  state: Type.Optional(Type.String({ maxLength: 20 })),
+  updated_at_min: Type.Optional(Type.String({ maxLength: 40 })),
+});
+
+/** What the import and export page shows besides a form's errors. */
+const KIND_LABELS: Record<ExportKind, string> = {
+  customers: 'Customers (with balance, points earned, tier and referral URL)',
+  'points-transactions': 'Points transactions (the ledger)',
+  'reward-fulfillments': 'Reward fulfillments',
+  activities: 'Activities',
+};
+
+/** The import column a file's column is read as unless the merchant picks another: its own name, tidied. */
+function suggestedColumn(name: string): string {
+  const tidy = name
+    .trim()
+    .toLowerCase()
+    .replace(/[\s-]+/g, '_');
+  const aliases: Record<string, string> = { e_mail: 'email', email_address: 'email', balance: 'points_balance' };
+  const column = aliases[tidy] ?? tidy;
+  return (IMPORT_COLUMNS as readonly string[]).includes(column) ? column : '';
+}
+
+const importsPages: FastifyPluginAsyncTypebox = async (app) => {
+  const { imports, exports, sessions } = app.services;
+  await app.register(multipart, {
+    limits: { fileSize: MAX_UPLOAD_BYTES, files: 1, fields: UPLOAD_FIELDS, parts: UPLOAD_FIELDS + 1 },
+    // A file past the limit ends early, `truncated`: the import says so in its own words.
+    throwFileSizeLimit: false,
+  });
+
+  const overview = async (accountId: number) => ({
+    title: 'Import and export',
+    runs: await imports.recent(accountId),
+    kinds: EXPORT_KINDS.map((kind) => ({ value: kind, label: KIND_LABELS[kind] })),
+    formats: EXPORT_FORMATS,
+    values: {},
+  });
+
+  app.get('/imports', { schema: hide }, async (request, reply) =>
+    sendPage(reply, request, 200, 'imports', await overview(request.console!.user.accountId)),
+  );
+
+  // The file's bytes go to the database as they arrive; the token must come first, as the form sends it.
+  app.post('/imports', { schema: hide, config: { consoleUpload: true } }, async (request, reply) => {
+    const { session, user } = request.console!;
+    if (!request.isMultipart()) return refuseForm(request, reply);
+    let allowed = false;
+    for await (const part of request.parts()) {
+      if (part.type === 'field') {
+        if (part.fieldname === 'csrf_token') allowed = sessions.checkCsrf(session, String(part.value));
+        continue;
+      }
+      if (!allowed) {
+        part.file.resume();
+        return refuseForm(request, reply);
+      }
+      if (part.filename === '') {
+        part.file.resume();
+        break;
+      }
+      try {
+        const uploaded = await imports.upload(user.accountId, part.filename, part.file, () => part.file.truncated);
+        return reply.redirect(`/admin/imports/uploads/${uploaded.id}`, 303);
+      } catch (error) {
+        part.file.resume();
+        if (!(error instanceof DomainError) || error.status >= 500) throw error;
+        return sendPage(reply, request, error.status, 'imports', {
+          ...(await overview(user.accountId)),
+          uploadError: `The file ${error.message.replace(/^file /, '')}`,
+        });
+      }
+    }
+    if (!allowed) return refuseForm(request, reply);
+    return sendPage(reply, request, 422, 'imports', {
+      ...(await overview(user.accountId)),
+      uploadError: 'Choose a CSV file to upload.',
+    });
+  });
+
+  const mappingPage = async (accountId: number, uploadId: number, chosen?: readonly string[], error?: DomainError) => {
+    const upload = await imports.uploaded(accountId, uploadId);
+    return {
+      title: `Map the columns of ${upload.fileName}`,
+      upload,
+      columns: upload.names.map((name, i) => ({
+        index: i,
+        name,
+        value: chosen?.[i] ?? suggestedColumn(name),
+        error: error?.details?.find((detail) => detail.field === `mapping.${i}`)?.message,
+      })),
+      options: [{ value: '', label: 'Ignore this column' }, ...IMPORT_COLUMNS.map((c) => ({ value: c, label: c }))],
+      error: error && !error.details?.some((detail) => detail.field.startsWith('mapping.')) ? error.message : undefined,
+    };
+  };
+
+  app.get('/imports/uploads/:id', { schema: withId }, async (request, reply) =>
+    sendPage(
+      reply,
+      request,
+      200,
+      'import-mapping',
+      await mappingPage(request.console!.user.accountId, request.params.id),
+    ),
+  );
+
+  app.post('/imports/uploads/:id', { ...typed, schema: postWithId }, async (request, reply) => {
+    const { accountId } = request.console!.user;
+    const form = new Form(request.body);
+    const upload = await imports.uploaded(accountId, request.params.id);
+    const chosen = upload.names.map((_, i) => form.text(`mapping.${i}`));
+    if (request.consoleRestore) {
+      return sendPage(reply, request, 200, 'import-mapping', await mappingPage(accountId, upload.id, chosen));
+    }
+    try {
+      const importId = await imports.start(accountId, upload.id, chosen);
+      return reply.redirect(`/admin/imports/${importId}`, 303);
+    } catch (error) {
+      if (!(error instanceof DomainError) || error.status >= 500) throw error;
+      return sendPage(
+        reply,
+        request,
+        error.status,
+        'import-mapping',
+        await mappingPage(accountId, upload.id, chosen, error),
+      );
+    }
+  });
+
+  app.get('/imports/:id', { schema: withId }, async (request, reply) => {
+    const { accountId } = request.console!.user;
+    const run = await imports.progress(accountId, request.params.id);
+    return sendPage(reply, request, 200, 'import', {
+      title: `Import of ${run.fileName}`,
+      run,
+      refusals: await imports.refusals(run.id!, 0, REFUSALS_SHOWN),
+      ...(run.status === 'running' ? { refreshSeconds: REFRESH_SECONDS } : {}),
+    });
+  });
+
+  app.get('/imports/:id/refusals.csv', { schema: withId }, async (request, reply) => {
+    const run = await imports.progress(request.console!.user.accountId, request.params.id);
+    const out = new PassThrough();
+    void (async () => {
+      out.write(csvLines([], REFUSAL_COLUMNS, true));
+      for (let after = 0; ; ) {
+        const page = await imports.refusals(run.id!, after, REFUSALS_PAGE);
+        if (page.length === 0) break;
+        if (!out.write(csvLines(page, REFUSAL_COLUMNS, false))) await once(out, 'drain');
+        after = page[page.length - 1]!.line;
+      }
+      out.end();
+    })().catch((error: Error) => out.destroy(error));
+    return reply
+      .type('text/csv; charset=utf-8')
+      .header('content-disposition', `attachment; filename="refused-rows-of-import-${run.id}.csv"`)
+      .send(out);
+  });
+
+  // A download: nothing is sent until the export has checked its filters (an error is a page).
+  app.get('/exports', { schema: { ...hide, querystring: ExportQuery } }, async (request, reply) => {
+    const { accountId } = request.console!.user;
+    const { kind, format = 'csv', ...given } = request.query;
+    if (!(EXPORT_KINDS as readonly string[]).includes(kind)) {
+      throw invalidParameter('kind', `must be one of ${EXPORT_KINDS.join(', ')}`);
+    }
+    const allowed = EXPORT_FILTERS[kind as ExportKind];
+    const filters = Object.fromEntries(
+      Object.entries(given).filter(([name, value]) => allowed.includes(name) && value !== undefined && value !== ''),
+    );
+    const out = new PassThrough();
+    let begin = () => {};
+    const begun = new Promise<void>((resolve) => {
+      begin = resolve;
+    });
+    const done = exports.export(kind, accountId, format, filters, async (text) => {
+      begin();
+      if (!out.write(text)) await once(out, 'drain');
+    });
+    await Promise.race([begun, done]);
+    done.then(
+      () => out.end(),
+      (error: Error) => out.destroy(error),
+    );
+    const date = new Date().toISOString().slice(0, 10);
+    return reply
+      .type(format === 'jsonl' ? 'application/x-ndjson; charset=utf-8' : 'text/csv; charset=utf-8')
+      .header('content-disposition', `attachment; filename="${kind}-${date}.${format}"`)
+      .send(out);
+  });
+};
+
+export default importsPages;

@@ -1,0 +1,158 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { Services } from '../../src/services.js';
+import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
+import { withServices } from '../helpers/seed.js';
+
+// The console's imports (issue 32): a file uploaded into the database in chunks, its columns
+// mapped, read by the job a step at a time, each step going on from where the last committed batch
+// ended. A run read in many steps must do exactly what one run of the CLI does with the same file:
+// the same rows created, the same refusals at the same lines, across chunk and batch boundaries,
+// quoted newlines and `;` separators.
+
+let dir: string;
+let database: TestDatabase;
+beforeEach(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'loyalty-upload-'));
+  database = await createTestDatabase();
+});
+afterEach(async () => {
+  rmSync(dir, { recursive: true, force: true });
+  await database.drop();
+});
+
+/**
+ * A file of `rows` customers, `;`-separated with a BOM and CRLF, over 1 MiB (a long ignored
+ * column), with a bad email every 97th row, a duplicate every 131st and a quoted newline every 11th.
+ */
+function bigFile(rows: number): Buffer {
+  const lines = ['Mail;Prénom;Solde;notes'];
+  for (let i = 1; i <= rows; i++) {
+    const email = i % 97 === 0 ? `broken ${i}` : i % 131 === 0 ? `c${i - 1}@up.example` : `c${i}@up.example`;
+    const name = i % 11 === 0 ? `"Name\r\nwith a break ${i}"` : `Name ${i}`;
+    lines.push(`${email};${name};${i % 7};${'x'.repeat(900)}`);
+  }
+  return Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(lines.join('\r\n'))]);
+}
+
+/** `data` as a stream in uneven pieces, as a multipart upload arrives. */
+function pieces(data: Buffer): Readable {
+  const parts: Buffer[] = [];
+  for (let at = 0, size = 1; at < data.length; at += size, size = (size * 7 + 13) % 70_000) {
+    parts.push(data.subarray(at, at + size));
+  }
+  return Readable.from(parts);
+}
+
+async function customers(services: Services, accountId: number) {
+  const found = [];
+  let cursor: string | undefined;
+  do {
+    const page = await services.customers.page(accountId, { limit: 250, ...(cursor ? { cursor } : {}) });
+    found.push(...page.customers.map((c) => ({ email: c.email, first_name: c.first_name, points: c.points_balance })));
+    cursor = page.metadata.next_cursor ?? undefined;
+  } while (cursor);
+  return found.sort((a, b) => a.email.localeCompare(b.email));
+}
+
+describe('imports uploaded in the console', () => {
+  it('reads an upload in many steps exactly as the CLI reads the file in one', async () => {
+    const data = bigFile(1400);
+    expect(data.length).toBeGreaterThan(1024 * 1024);
+    const path = join(dir, 'moving.csv');
+    writeFileSync(path, data);
+    await withServices(database.url, async (services) => {
+      const viaCli = (await services.accounts.create('CLI')).id;
+      const viaConsole = (await services.accounts.create('Console')).id;
+      const mapping = ['email', 'first_name', 'points_balance', ''];
+      const summary = await services.imports.importCustomers(viaCli, path, {
+        rename: new Map([
+          ['Mail', 'email'],
+          ['Prénom', 'first_name'],
+          ['Solde', 'points_balance'],
+          ['notes', ''],
+        ]),
+      });
+
+      const upload = await services.imports.upload(viaConsole, 'moving.csv', pieces(data), () => false);
+      expect(upload).toMatchObject({
+        fileName: 'moving.csv',
+        bytesTotal: data.length,
+        names: ['Mail', 'Prénom', 'Solde', 'notes'],
+      });
+      const importId = await services.imports.start(viaConsole, upload.id, mapping);
+      let steps = 0;
+      const seen: number[] = [];
+      // A budget already spent: each step applies one batch, then stops where it ended.
+      while (!(await services.imports.step(importId, performance.now()))) {
+        steps++;
+        const run = await services.imports.progress(viaConsole, importId);
+        expect(run.status).toBe('running');
+        seen.push(run.bytesRead);
+      }
+      expect(steps).toBeGreaterThanOrEqual(6);
+      expect(seen).toEqual([...seen].sort((a, b) => a - b));
+      const run = await services.imports.progress(viaConsole, importId);
+      expect(run).toMatchObject({
+        status: 'finished',
+        bytesRead: data.length,
+        rows: summary.rows,
+        created: summary.created,
+        updated: summary.updated,
+        unchanged: summary.unchanged,
+        refused: summary.refused,
+      });
+      expect(summary).toMatchObject({ rows: 1400, refused: 14 + 10 });
+      expect(await services.imports.refusals(importId, 0, 1000)).toEqual(summary.refusals);
+      // A quoted newline every 11th row: row i starts on line i + 1 + the breaks before it.
+      expect(summary.refusals[0]).toEqual({ line: 97 + 1 + 8, message: expect.stringContaining('email') });
+      expect(await customers(services, viaConsole)).toEqual(await customers(services, viaCli));
+
+      // A step of a finished run does nothing; its upload's bytes are gone.
+      expect(await services.imports.step(importId, performance.now())).toBe(true);
+      expect((await services.imports.progress(viaConsole, importId)).rows).toBe(1400);
+    });
+  }, 120_000);
+
+  it('refuses a file it cannot read, a mapping without email or with a column twice, and another account’s upload', async () => {
+    await withServices(database.url, async (services) => {
+      const accountId = (await services.accounts.create('Shop')).id;
+      const other = (await services.accounts.create('Other')).id;
+      const upload = (content: string | Buffer) =>
+        services.imports.upload(accountId, 'f.csv', Readable.from([Buffer.from(content)]), () => false);
+      await expect(upload('')).rejects.toMatchObject({
+        code: 'invalid_parameter',
+        message: expect.stringContaining('empty'),
+      });
+      await expect(upload(Buffer.from([0x45, 0x6d, 0xe9, 0x6c, 0x0a, 0x61, 0x0a]))).rejects.toMatchObject({
+        message: expect.stringContaining('UTF-8'),
+      });
+      await expect(
+        services.imports.upload(accountId, 'f.csv', Readable.from([Buffer.from('email\na@b.example\n')]), () => true),
+      ).rejects.toMatchObject({ message: expect.stringContaining('larger than') });
+
+      const kept = await upload('Mail,Name,Other name\na@shop.example,A,B\n');
+      await expect(services.imports.start(accountId, kept.id, ['', 'first_name', ''])).rejects.toMatchObject({
+        code: 'invalid_parameter',
+        message: expect.stringContaining('has no "email" column'),
+      });
+      await expect(
+        services.imports.start(accountId, kept.id, ['email', 'first_name', 'first_name']),
+      ).rejects.toMatchObject({ details: [{ field: 'mapping.2', message: 'first_name is already read from "Name"' }] });
+      await expect(services.imports.start(accountId, kept.id, ['email', 'favourite_colour', ''])).rejects.toMatchObject(
+        {
+          details: [{ field: 'mapping.1' }],
+        },
+      );
+      await expect(services.imports.start(other, kept.id, ['email', '', ''])).rejects.toMatchObject({
+        code: 'not_found',
+      });
+      await expect(services.imports.uploaded(other, kept.id)).rejects.toMatchObject({ code: 'not_found' });
+      // Nothing started by any of them.
+      expect(await services.imports.recent(accountId)).toEqual([]);
+    });
+  });
+});
