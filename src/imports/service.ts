@@ -351,27 +351,39 @@ export class ImportsService {
       onHeader: (header) => checkHeader(header.columns),
       ...(fresh ? {} : { from: { ...position, delimiter: upload.delimiter, columns } }),
     });
-    const ended = await this.failOnError(run, () => this.readRows(run, rows, until, () => undefined));
+    let ended: boolean;
+    try {
+      ended = await this.failOnError(run, () => this.readRows(run, rows, until, () => undefined), true);
+    } catch (error) {
+      // A file that cannot be read is over (the run says why); anything else is tried again.
+      if (error instanceof DomainError && error.status < 500) return true;
+      throw error;
+    }
     if (!ended) return false;
     await finishImport(this.db, importId, { status: 'finished', error: null, now: this.clock.now() });
     await deleteUploadChunks(this.db, upload.id);
     return true;
   }
 
-  /** Runs `read`; a failure of the whole file marks the run failed and is the contract's error. */
-  private async failOnError<T>(run: Run, read: () => Promise<T>): Promise<T> {
+  /**
+   * Runs `read`; a failure of the whole file marks the run failed and is the contract's error.
+   * With `retried`, any other failure (the database gone for a moment) leaves the run running: its
+   * job is tried again after a pause and goes on from its last committed batch.
+   */
+  private async failOnError<T>(run: Run, read: () => Promise<T>, retried = false): Promise<T> {
     try {
       return await read();
     } catch (error) {
-      if (run.importId !== null) {
+      const fileError =
+        (error instanceof DomainError && error.status < 500) ||
+        error instanceof CsvFileError ||
+        (error instanceof Error && error.name === 'CsvError');
+      if (run.importId !== null && (fileError || !retried)) {
         const message = error instanceof Error ? error.message : String(error);
         await finishImport(this.db, run.importId, { status: 'failed', error: message, now: this.clock.now() });
       }
-      if (error instanceof DomainError) throw error;
-      if (error instanceof CsvFileError || (error instanceof Error && error.name === 'CsvError')) {
-        throw invalidParameter('file', error.message);
-      }
-      throw error;
+      if (error instanceof DomainError || !fileError) throw error;
+      throw invalidParameter('file', (error as Error).message);
     }
   }
 

@@ -117,6 +117,41 @@ describe('imports uploaded in the console', () => {
     });
   }, 120_000);
 
+  it('goes on after a step the database failed: the run stays running, and no row is applied or counted twice', async () => {
+    const rows = Array.from({ length: 700 }, (_, i) => `f${i}@up.example,${i % 5}`);
+    const data = Buffer.from(['email,points_balance', ...rows].join('\n'));
+    await withServices(database.url, async (services) => {
+      const accountId = (await services.accounts.create('Shop')).id;
+      const upload = await services.imports.upload(accountId, 'f.csv', Readable.from([data]), () => false);
+      const importId = await services.imports.start(accountId, upload.id, ['email', 'points_balance']);
+      expect(await services.imports.step(importId, performance.now())).toBe(false);
+      // The connection lost half way through the next batch: its transaction rolls back.
+      const importIn = services.customers.importIn;
+      let calls = 0;
+      services.customers.importIn = async function (this: typeof services.customers, ...args) {
+        if (++calls === 50) throw new Error('connection lost');
+        return importIn.apply(this, args);
+      };
+      await expect(services.imports.step(importId, performance.now())).rejects.toThrow('connection lost');
+      services.customers.importIn = importIn;
+      expect(await services.imports.progress(accountId, importId)).toMatchObject({ status: 'running', rows: 200 });
+      while (!(await services.imports.step(importId, performance.now()))) {
+        // Each step a batch, as the job runner would run them.
+      }
+      expect(await services.imports.progress(accountId, importId)).toMatchObject({
+        status: 'finished',
+        rows: 700,
+        created: 700,
+        refused: 0,
+      });
+      const all = await customers(services, accountId);
+      expect(all).toHaveLength(700);
+      expect(all.reduce((sum, customer) => sum + customer.points, 0)).toBe(
+        rows.reduce((sum, _, i) => sum + (i % 5), 0),
+      );
+    });
+  });
+
   it('refuses a file it cannot read, a mapping without email or with a column twice, and another account’s upload', async () => {
     await withServices(database.url, async (services) => {
       const accountId = (await services.accounts.create('Shop')).id;
