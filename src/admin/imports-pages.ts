@@ -4,7 +4,14 @@ import multipart from '@fastify/multipart';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { DomainError, invalidParameter } from '../errors.js';
-import { csvLines, EXPORT_FILTERS, EXPORT_FORMATS, EXPORT_KINDS, type ExportKind } from '../exports/service.js';
+import {
+  csvLines,
+  EXPORT_FILTERS,
+  EXPORT_FORMATS,
+  EXPORT_KINDS,
+  type ExportFormat,
+  type ExportKind,
+} from '../exports/service.js';
 import { IMPORT_COLUMNS } from '../imports/schemas.js';
 import { MAX_UPLOAD_BYTES } from '../imports/service.js';
 import { Form } from './form.js';
@@ -212,10 +219,12 @@ const importsPages: FastifyPluginAsyncTypebox = async (app) => {
       () => out.end(),
       (error: Error) => out.destroy(error),
     );
-    const date = new Date().toISOString().slice(0, 10);
     return reply
       .type(format === 'jsonl' ? 'application/x-ndjson; charset=utf-8' : 'text/csv; charset=utf-8')
-      .header('content-disposition', `attachment; filename="${kind}-${date}.${format}"`)
+      .header(
+        'content-disposition',
+        `attachment; filename="${exports.fileName(kind as ExportKind, format as ExportFormat)}"`,
+      )
       .send(out);
   });
 };

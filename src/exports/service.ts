@@ -83,6 +83,11 @@ export class ExportsService {
     private readonly pageSize = PAGE,
   ) {}
 
+  /** The name a download of `kind` in `format` is saved as: the kind and today's date (by the service's clock). */
+  fileName(kind: ExportKind, format: ExportFormat): string {
+    return `${kind}-${new Date(this.clock.now()).toISOString().slice(0, 10)}.${format}`;
+  }
+
   /**
    * The account's records of `kind` matching the API's list filters, newest first, as CSV (a
    * header, then a line per record) or JSON Lines, handed to `sink` page by page; answers how

@@ -221,19 +221,24 @@ export class ImportsService {
     let stored = 0;
     try {
       let seq = 0;
-      let pending = Buffer.alloc(0);
-      for await (const chunk of input) {
-        pending = Buffer.concat([pending, chunk as Buffer]);
+      // The parts received since the last stored chunk, copied once into the chunk they make.
+      let parts: Buffer[] = [];
+      let pending = 0;
+      for await (const part of input) {
+        parts.push(part as Buffer);
+        pending += (part as Buffer).length;
         // Chunks of exactly CHUNK_BYTES (the last shorter): a byte's chunk is its offset / CHUNK_BYTES.
-        while (pending.length >= CHUNK_BYTES) {
-          await insertUploadChunk(this.db, uploadId, seq++, pending.subarray(0, CHUNK_BYTES));
+        while (pending >= CHUNK_BYTES) {
+          const joined = Buffer.concat(parts, pending);
+          await insertUploadChunk(this.db, uploadId, seq++, joined.subarray(0, CHUNK_BYTES));
           stored += CHUNK_BYTES;
-          pending = pending.subarray(CHUNK_BYTES);
+          parts = [joined.subarray(CHUNK_BYTES)];
+          pending -= CHUNK_BYTES;
         }
       }
-      if (pending.length > 0) {
-        await insertUploadChunk(this.db, uploadId, seq++, pending);
-        stored += pending.length;
+      if (pending > 0) {
+        await insertUploadChunk(this.db, uploadId, seq++, Buffer.concat(parts, pending));
+        stored += pending;
       }
       if (truncated()) {
         throw invalidParameter('file', `is larger than ${MAX_UPLOAD_BYTES / 1024 ** 2} MiB: split it, or use the CLI`);
@@ -285,12 +290,9 @@ export class ImportsService {
       if (!(IMPORT_COLUMNS as readonly string[]).includes(column)) {
         throw invalidParameter(`mapping.${i}`, `must be one of ${IMPORT_COLUMNS.join(', ')}, or ignored`);
       }
-      if (columns.indexOf(column) !== i) {
-        throw invalidParameter(
-          `mapping.${i}`,
-          `${column} is already read from "${upload.names[columns.indexOf(column)]}"`,
-        );
-      }
+      const first = columns.indexOf(column);
+      if (first !== i)
+        throw invalidParameter(`mapping.${i}`, `${column} is already read from "${upload.names[first]}"`);
     });
     checkHeader(columns);
     return this.uow.run(async (w) => {
@@ -356,7 +358,7 @@ export class ImportsService {
       ended = await this.failOnError(run, () => this.readRows(run, rows, until, () => undefined), true);
     } catch (error) {
       // A file that cannot be read is over (the run says why); anything else is tried again.
-      if (error instanceof DomainError && error.status < 500) return true;
+      if (isRowRefusal(error)) return true;
       throw error;
     }
     if (!ended) return false;
@@ -375,9 +377,7 @@ export class ImportsService {
       return await read();
     } catch (error) {
       const fileError =
-        (error instanceof DomainError && error.status < 500) ||
-        error instanceof CsvFileError ||
-        (error instanceof Error && error.name === 'CsvError');
+        isRowRefusal(error) || error instanceof CsvFileError || (error instanceof Error && error.name === 'CsvError');
       if (run.importId !== null && (fileError || !retried)) {
         const message = error instanceof Error ? error.message : String(error);
         await finishImport(this.db, run.importId, { status: 'failed', error: message, now: this.clock.now() });
@@ -546,7 +546,10 @@ export class ImportsService {
   }
 }
 
-/** A refusal of one row (the API's error for it), as opposed to a failure of the import. */
+/**
+ * The contract's refusal (a 4xx DomainError): of one row when a row's work throws it, of the whole
+ * file when reading it does; as opposed to a failure (the database gone), which is tried again.
+ */
 function isRowRefusal(error: unknown): boolean {
   return error instanceof DomainError && error.status < 500;
 }

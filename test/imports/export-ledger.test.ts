@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse } from 'csv-parse/sync';
@@ -300,6 +300,9 @@ describe('export (every kind)', () => {
     const paged = await exported('points-transactions', 'csv');
     expect(paged.writes).toHaveLength(6);
     expect(paged.writes.filter((text) => text.startsWith('id,'))).toHaveLength(1);
+    // A download is named by the service's clock (the test's, in January 2026), not the machine's.
+    const today = new Date(t.clock.now()).toISOString().slice(0, 10);
+    expect(t.services.exports.fileName('reward-fulfillments', 'jsonl')).toBe(`reward-fulfillments-${today}.jsonl`);
   });
 
   it('refuses an unknown kind, format or filter and a value the API refuses, before writing anything', async () => {
@@ -453,5 +456,11 @@ describe('loyalty export, end to end', () => {
     expect((await fails(['export', 'activities', '--account', account, '--customer-id', 'jane'])).code).toBe(
       'invalid_parameter',
     );
+    // A refused filter writes no file at all, not an empty one.
+    const refusedFile = join(dir, 'refused.csv');
+    expect(
+      (await fails(['export', 'customers', '--account', account, '--state', 'gone', '--output', refusedFile])).code,
+    ).toBe('invalid_parameter');
+    expect(existsSync(refusedFile)).toBe(false);
   });
 });

@@ -84,17 +84,23 @@ export function registerExportCommands(program: Command): void {
       run(
         cmd,
         async ({ services }) => {
-          const out = opts.output === undefined ? undefined : createWriteStream(opts.output);
+          const file = opts.output;
+          // The file is made at the export's first write, once its filters passed: a refused one leaves none.
+          let out: WriteStream | undefined;
+          const opened = () => {
+            out ??= createWriteStream(file!);
+            return out;
+          };
           const exported = await services.exports.export(
             kind,
             parseId(opts.account ?? '', 'account'),
             opts.format ?? 'csv',
             Object.fromEntries(filters.map(({ name, option }) => [name, opts[option.attributeName()]])),
-            sinkTo(out ?? process.stdout),
+            file === undefined ? sinkTo(process.stdout) : (text) => sinkTo(opened())(text),
           );
-          if (!out) return undefined;
-          await closed(out);
-          return { exported, file: opts.output };
+          if (file === undefined) return undefined;
+          await closed(opened());
+          return { exported, file };
         },
         (done) => `exported ${done?.exported} ${words} to ${done?.file}`,
       ),
