@@ -312,8 +312,18 @@ export async function updateImportedFields(
   return toStoredCustomer(row);
 }
 
-/** Adds points earned elsewhere beyond an imported balance (points_earned includes them). */
-export async function addEarnedBeforeImport(trx: Transaction<Database>, id: number, points: number, now: number) {
+/** Adds points earned elsewhere beyond imported balances (points_earned includes them), one statement. */
+export async function addEarnedBeforeImport(
+  trx: Transaction<Database>,
+  earnings: readonly { customerId: number; points: number }[],
+  now: number,
+) {
+  if (earnings.length === 0) return;
+  // Each customer's own points: CASE id WHEN … THEN … END, bound values only (typed: PostgreSQL reads a bare one as text).
+  const points = sql<number>`case id ${sql.join(
+    earnings.map(({ customerId, points }) => sql`when ${customerId} then cast(${points} as bigint)`),
+    sql` `,
+  )} end`;
   await trx
     .updateTable('customers')
     .set((eb) => ({
@@ -321,8 +331,49 @@ export async function addEarnedBeforeImport(trx: Transaction<Database>, id: numb
       points_earned: eb('points_earned', '+', points),
       updated_at: now,
     }))
-    .where('id', '=', id)
+    .where(
+      'id',
+      'in',
+      earnings.map((earning) => earning.customerId),
+    )
     .execute();
+}
+
+/** A new customer of an import, with the fields its row gives. */
+export type ImportedCustomer = NewCustomer & { date_of_birth: string | null; state: CustomerState };
+
+/** Inserts the customers whose email the account does not have (one statement); those inserted. */
+export async function insertCustomersIfAbsent(
+  trx: Transaction<Database>,
+  customers: readonly ImportedCustomer[],
+): Promise<StoredCustomer[]> {
+  if (customers.length === 0) return [];
+  const rows = await trx
+    .insertInto('customers')
+    // Every row names every column: SQLite has no DEFAULT inside a multi-row VALUES.
+    .values(customers.map((customer) => ({ ...customer })))
+    .onConflict((oc) => oc.columns(['account_id', 'email_normalized']).doNothing())
+    .returningAll()
+    .execute();
+  return rows.map(toStoredCustomer);
+}
+
+/** The account's customers with these normalised emails, locked until the transaction ends (on PostgreSQL). */
+export async function lockCustomersByEmail(
+  trx: Transaction<Database>,
+  accountId: number,
+  emailsNormalized: readonly string[],
+): Promise<StoredCustomer[]> {
+  if (emailsNormalized.length === 0) return [];
+  const rows = await trx
+    .selectFrom('customers')
+    .selectAll()
+    .where('account_id', '=', accountId)
+    .where('email_normalized', 'in', emailsNormalized)
+    .orderBy('id')
+    .$if(trx.getExecutor().adapter instanceof PostgresAdapter, (query) => query.forUpdate())
+    .execute();
+  return rows.map(toStoredCustomer);
 }
 
 function toStoredCustomer(row: CustomerRow): StoredCustomer {

@@ -29,8 +29,10 @@ import {
   findStoredCustomerByEmail,
   type ImportedFields,
   insertCustomerIfAbsent,
+  insertCustomersIfAbsent,
   listCustomers,
   lockCustomer,
+  lockCustomersByEmail,
   type StoredCustomer,
   searchCustomersPage,
   updateCustomerState,
@@ -309,25 +311,55 @@ export class CustomersService {
   }
 
   /**
-   * An imported row's customer, in the caller's unit of work: created (a member unless the row
-   * says otherwise) when the account has no customer with the email, else given the fields the
-   * row holds that differ from theirs (`customer.updated`). Answers the customer and what
-   * happened to them.
+   * An import's customers, in the caller's unit of work, for rows with distinct emails: those the
+   * account has, locked, and the others created (members unless their row says otherwise; not yet
+   * placed, and with no event: the import records it once the row's work is done). Answers each
+   * row's customer in order, and which were created.
    */
-  async importIn(
+  async importMany(
     w: Work,
     accountId: number,
-    row: { email: string } & ImportedFields,
-  ): Promise<{ customer: StoredCustomer; outcome: 'created' | 'updated' | 'unchanged' }> {
-    const existing = await this.findByEmail(w, accountId, row.email);
-    const customer =
-      existing ??
-      (await this.insertPlaced(w, accountId, {
-        email: row.email,
-        first_name: row.first_name,
-        last_name: row.last_name,
-      }));
-    if (!customer) throw new CustomerNotVisible();
+    rows: readonly ({ email: string } & ImportedFields)[],
+  ): Promise<{ customers: StoredCustomer[]; created: Set<number> }> {
+    const emails = rows.map((row) => normalizeEmail(row.email));
+    const held = new Map<string, StoredCustomer>();
+    const hold = (customers: readonly StoredCustomer[]) => {
+      for (const customer of customers) held.set(normalizeEmail(customer.email), customer);
+    };
+    hold(await lockCustomersByEmail(w.trx, accountId, emails));
+    const missing = rows.filter((_, i) => !held.has(emails[i]!));
+    const inserted = await insertCustomersIfAbsent(
+      w.trx,
+      missing.map((row) => ({
+        ...this.row(accountId, row, w.now),
+        date_of_birth: row.date_of_birth ?? null,
+        state: row.state ?? 'member',
+      })),
+    );
+    hold(inserted);
+    if (inserted.length < missing.length) {
+      // Created meanwhile by another transaction, which READ COMMITTED lets this statement see.
+      hold(
+        await lockCustomersByEmail(
+          w.trx,
+          accountId,
+          emails.filter((email) => !held.has(email)),
+        ),
+      );
+    }
+    const customers = emails.map((email) => {
+      const customer = held.get(email);
+      if (!customer) throw new CustomerNotVisible();
+      return customer;
+    });
+    return { customers, created: new Set(inserted.map((customer) => customer.id)) };
+  }
+
+  /**
+   * Gives a customer the fields of an imported row that differ from theirs (a customer who becomes
+   * a member gets a referral code); the customer after, and whether anything changed.
+   */
+  async importFields(w: Work, customer: StoredCustomer, row: ImportedFields): Promise<StoredCustomer | undefined> {
     const current: ImportedFields = {
       first_name: customer.firstName ?? undefined,
       last_name: customer.lastName ?? undefined,
@@ -339,15 +371,25 @@ export class CustomersService {
         .filter((field) => row[field] !== undefined && row[field] !== current[field])
         .map((field) => [field, row[field]]),
     ) as ImportedFields;
-    if (Object.keys(changes).length === 0) return { customer, outcome: existing ? 'unchanged' : 'created' };
-    const updated = await updateImportedFields(w.trx, customer.id, changes, w.now, newReferralCode());
-    this.events.record(w, accountId, 'customer.updated', { customer: await this.shownIn(w, updated) });
-    return { customer: updated, outcome: existing ? 'updated' : 'created' };
+    if (Object.keys(changes).length === 0) return undefined;
+    return updateImportedFields(w.trx, customer.id, changes, w.now, newReferralCode());
   }
 
-  /** Adds points earned elsewhere beyond an imported balance to a customer the caller locked. */
-  addEarnedBeforeImport(w: Work, customer: StoredCustomer, points: number): Promise<void> {
-    return addEarnedBeforeImport(w.trx, customer.id, points, w.now);
+  /** Adds points earned elsewhere beyond imported balances to customers the caller locked. */
+  addEarnedBeforeImport(w: Work, earnings: readonly { customerId: number; points: number }[]): Promise<void> {
+    return addEarnedBeforeImport(w.trx, earnings, w.now);
+  }
+
+  /** The account's customers with these ids as the work's transaction now holds them, by id. */
+  async heldIn(w: Work, accountId: number, ids: readonly number[]): Promise<Map<number, StoredCustomer>> {
+    const customers = await findCustomersByIds(w.trx, accountId, ids);
+    return new Map(customers.map((customer) => [customer.id, customer]));
+  }
+
+  /** Records an imported customer's `customer.created` or `customer.updated`, showing them as the import left them. */
+  async announceImported(w: Work, customer: StoredCustomer, created: boolean): Promise<void> {
+    const type = created ? 'customer.created' : 'customer.updated';
+    this.events.record(w, customer.accountId, type, { customer: await this.shownIn(w, customer) });
   }
 
   /** What showing the account's customers needs: its VIP program and its points expiry. */

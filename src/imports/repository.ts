@@ -93,29 +93,31 @@ export async function findImport(db: Kysely<Database>, id: number) {
 }
 
 /**
- * Notes that the run saw this email on `line`; the line of its first row when an earlier row of
- * the run had it (then nothing is written).
+ * Notes that the run saw these emails (normalised), each on its row's line; answers, for each,
+ * the line of the first row of the run that had it (its own line unless an earlier row had it).
  */
-export async function claimEmail(
+export async function claimEmails(
   trx: Transaction<Database>,
   importId: number,
-  emailNormalized: string,
-  line: number,
-): Promise<number | undefined> {
-  const inserted = await trx
+  seen: readonly { email: string; line: number }[],
+): Promise<Map<string, number>> {
+  if (seen.length === 0) return new Map();
+  await trx
     .insertInto('import_emails')
-    .values({ import_id: importId, email_normalized: emailNormalized, line })
+    .values(seen.map(({ email, line }) => ({ import_id: importId, email_normalized: email, line })))
     .onConflict((oc) => oc.doNothing())
-    .returning('line')
-    .executeTakeFirst();
-  if (inserted) return undefined;
+    .execute();
   const first = await trx
     .selectFrom('import_emails')
-    .select('line')
+    .select(['email_normalized', 'line'])
     .where('import_id', '=', importId)
-    .where('email_normalized', '=', emailNormalized)
-    .executeTakeFirstOrThrow();
-  return Number(first.line);
+    .where(
+      'email_normalized',
+      'in',
+      seen.map(({ email }) => email),
+    )
+    .execute();
+  return new Map(first.map((row) => [row.email_normalized, Number(row.line)]));
 }
 
 export async function insertRefusals(
@@ -149,28 +151,33 @@ export async function findRefusals(
 }
 
 /**
- * Notes that the customer's balance from this file was imported; false when it already was (the
- * same file run again, or finished after it stopped half way): then nothing is written.
+ * Notes that this file brought these customers their balances; the customers it had not brought
+ * them before (whose balances are to be written now).
  */
-export async function claimImportedBalance(
+export async function claimImportedBalances(
   trx: Transaction<Database>,
-  balance: { accountId: number; fileName: string; customerId: number; pointsBalance: number; pointsEarned: number },
+  accountId: number,
+  fileName: string,
+  balances: readonly { customerId: number; pointsBalance: number; pointsEarned: number }[],
   now: number,
-): Promise<boolean> {
-  const row = await trx
+): Promise<Set<number>> {
+  if (balances.length === 0) return new Set();
+  const rows = await trx
     .insertInto('imported_balances')
-    .values({
-      account_id: balance.accountId,
-      file_name: balance.fileName,
-      customer_id: balance.customerId,
-      points_balance: balance.pointsBalance,
-      points_earned: balance.pointsEarned,
-      created_at: now,
-    })
+    .values(
+      balances.map((balance) => ({
+        account_id: accountId,
+        file_name: fileName,
+        customer_id: balance.customerId,
+        points_balance: balance.pointsBalance,
+        points_earned: balance.pointsEarned,
+        created_at: now,
+      })),
+    )
     .onConflict((oc) => oc.doNothing())
     .returning('customer_id')
-    .executeTakeFirst();
-  return row !== undefined;
+    .execute();
+  return new Set(rows.map((row) => Number(row.customer_id)));
 }
 
 /** The account's latest runs, newest first. */

@@ -18,8 +18,8 @@ import type { VipTiersService } from '../vip-tiers/service.js';
 import { CsvFileError, type CsvHeader, type CsvPosition, type CsvRow, readCsv } from './csv.js';
 import {
   addToImport,
-  claimEmail,
-  claimImportedBalance,
+  claimEmails,
+  claimImportedBalances,
   deleteAbandonedUploads,
   deleteUpload,
   deleteUploadChunks,
@@ -462,8 +462,7 @@ export class ImportsService {
     const attempt = async (some: readonly CheckedRow[], others: readonly Result[] | null) => {
       try {
         return await this.uow.run(async (w) => {
-          const results: Result[] = [];
-          for (const checked of some) results.push(await this.applyRow(w, run, checked));
+          const results = await this.applyRows(w, run, some);
           if (run.dryRun) throw new DryRun(results);
           if (others !== null) await record(w, [...others, ...results]);
           return results;
@@ -492,57 +491,132 @@ export class ImportsService {
     return this.uow.run((w) => record(w, results));
   }
 
-  /** One row, in the batch's transaction: its customer, their balance from this file once, their identity. */
-  private async applyRow(w: Work, run: Run, { line, row }: CheckedRow): Promise<Result> {
+  /**
+   * Rows, in the batch's transaction, set by set (a few statements for the batch, not a few per
+   * row): each row's customer, their balance from this file once (with the points earned beyond
+   * it), their identity; then every customer placed once, and each row's events: the customer
+   * created or updated, the balance's points transaction, the tier move, each showing the customer
+   * as the import left them. A row the database refuses (a distinct_id another customer holds)
+   * throws: the caller applies the rows again one by one.
+   */
+  private async applyRows(w: Work, run: Run, rows: readonly CheckedRow[]): Promise<Result[]> {
     const { accountId, fileName, importId } = run;
+    const refused = new Map<CheckedRow, string>();
     if (importId !== null) {
-      const first = await claimEmail(w.trx, importId, normalizeEmail(row.email), line);
-      // Its own line: the row applied again, its batch's counts having not committed.
-      if (first !== undefined && first !== line) return { line, refused: duplicateMessage(first) };
-    }
-    const { email, first_name, last_name, date_of_birth, state } = row;
-    const imported = await this.customers.importIn(w, accountId, {
-      email,
-      first_name: first_name ?? undefined,
-      last_name: last_name ?? undefined,
-      date_of_birth,
-      state,
-    });
-    let outcome: Outcome = imported.outcome;
-    const balance = row.points_balance ?? 0;
-    const earned = row.points_earned ?? balance;
-    const customerId = imported.customer.id;
-    if (
-      (balance > 0 || earned > 0) &&
-      (await claimImportedBalance(
+      const first = await claimEmails(
         w.trx,
-        { accountId, fileName, customerId, pointsBalance: balance, pointsEarned: earned },
-        w.now,
-      ))
-    ) {
-      let customer = await this.customers.lock(w, accountId, customerId);
-      if (!customer) throw new Error(`customer ${customerId} vanished during its import`);
-      if (balance > 0) {
-        customer = (
-          await this.ledger.post(w, customer, {
-            pointsChange: balance,
-            description: 'Imported balance',
-            internalNote: `imported from ${fileName}`,
-          })
-        ).customer;
+        importId,
+        rows.map(({ line, row }) => ({ email: normalizeEmail(row.email), line })),
+      );
+      for (const checked of rows) {
+        const line = first.get(normalizeEmail(checked.row.email));
+        // Its own line: the row applied again, its batch's counts having not committed.
+        if (line !== undefined && line !== checked.line) refused.set(checked, duplicateMessage(line));
       }
-      if (earned > balance) {
-        await this.customers.addEarnedBeforeImport(w, customer, earned - balance);
-        const placed = await this.vipTiers.countEarnedElsewhere(w, customer, earned - balance);
-        if (placed.move) this.vipTiers.announce(w, accountId, placed.move);
+    }
+    const applied = rows.filter((checked) => !refused.has(checked));
+    const fields = applied.map(({ row }) => ({
+      email: row.email,
+      first_name: row.first_name ?? undefined,
+      last_name: row.last_name ?? undefined,
+      date_of_birth: row.date_of_birth,
+      state: row.state,
+    }));
+    const { customers, created } = await this.customers.importMany(w, accountId, fields);
+    const outcomes = new Map<number, Outcome>();
+    const announced = new Set<number>();
+    for (const [i, customer] of customers.entries()) {
+      if (created.has(customer.id)) {
+        outcomes.set(customer.id, 'created');
+        announced.add(customer.id);
+        continue;
       }
-      if (outcome === 'unchanged') outcome = 'updated';
+      const changed = await this.customers.importFields(w, customer, fields[i]!);
+      if (changed) {
+        customers[i] = changed;
+        announced.add(customer.id);
+      }
+      outcomes.set(customer.id, changed ? 'updated' : 'unchanged');
     }
-    if (row.distinct_id !== undefined) {
-      const linked = await this.identities.linkIfAbsent(w, accountId, { distinct_id: row.distinct_id, email });
-      if (linked && outcome === 'unchanged') outcome = 'updated';
+
+    // Balances: written once per customer and file.
+    const balances = applied.flatMap(({ row }, i) => {
+      const pointsBalance = row.points_balance ?? 0;
+      const pointsEarned = row.points_earned ?? pointsBalance;
+      return pointsBalance > 0 || pointsEarned > 0 ? [{ customer: customers[i]!, pointsBalance, pointsEarned }] : [];
+    });
+    const claimed = await claimImportedBalances(
+      w.trx,
+      accountId,
+      fileName,
+      balances.map(({ customer, pointsBalance, pointsEarned }) => ({
+        customerId: customer.id,
+        pointsBalance,
+        pointsEarned,
+      })),
+      w.now,
+    );
+    const brought = balances.filter(({ customer }) => claimed.has(customer.id));
+    const credited = brought.filter(({ pointsBalance }) => pointsBalance > 0);
+    const entries = await this.ledger.creditMany(
+      w,
+      credited.map(({ customer, pointsBalance }) => ({
+        customer,
+        entry: {
+          pointsChange: pointsBalance,
+          description: 'Imported balance',
+          internalNote: `imported from ${fileName}`,
+        },
+      })),
+    );
+    const beyond = brought
+      .filter(({ pointsBalance, pointsEarned }) => pointsEarned > pointsBalance)
+      .map(({ customer, pointsBalance, pointsEarned }) => ({
+        customerId: customer.id,
+        points: pointsEarned - pointsBalance,
+      }));
+    await this.customers.addEarnedBeforeImport(w, beyond);
+    await this.vipTiers.countEarnedElsewhere(w, beyond);
+    for (const { customer } of brought) {
+      if (outcomes.get(customer.id) === 'unchanged') outcomes.set(customer.id, 'updated');
     }
-    return { line, outcome };
+
+    for (const [i, { row }] of applied.entries()) {
+      if (row.distinct_id === undefined) continue;
+      const customer = customers[i]!;
+      const linked = await this.identities.linkIfAbsent(w, accountId, {
+        distinct_id: row.distinct_id,
+        email: row.email,
+      });
+      if (linked && outcomes.get(customer.id) === 'unchanged') outcomes.set(customer.id, 'updated');
+    }
+
+    // Placed once, after everything the rows brought; then the events, showing each customer as left.
+    const placed = [
+      ...customers.filter((customer) => created.has(customer.id)),
+      ...brought.map(({ customer }) => customer).filter((customer) => !created.has(customer.id)),
+    ];
+    const moves = await this.vipTiers.placeMany(w, placed);
+    const after = await this.customers.heldIn(
+      w,
+      accountId,
+      customers.map((customer) => customer.id),
+    );
+    const entryOf = new Map(entries.map((entry) => [entry.customer_id, entry]));
+    for (const customer of customers) {
+      const now = after.get(customer.id)!;
+      if (announced.has(customer.id)) await this.customers.announceImported(w, now, created.has(customer.id));
+      const entry = entryOf.get(customer.id);
+      if (entry) await this.ledger.announce(w, entry, now);
+      const move = moves.get(customer.id);
+      if (move) this.vipTiers.announce(w, accountId, move);
+    }
+    const customerOf = new Map(applied.map((checked, i) => [checked, customers[i]!]));
+    return rows.map((checked) => {
+      const message = refused.get(checked);
+      if (message !== undefined) return { line: checked.line, refused: message };
+      return { line: checked.line, outcome: outcomes.get(customerOf.get(checked)!.id)! };
+    });
   }
 }
 

@@ -41,6 +41,16 @@ const insertTransactionQuery = compiledQuery((db, v: NewPointsTransaction) =>
     .returningAll(),
 );
 
+/** Inserts entries in one statement (the ledger's trigger applies each); the entries, in their order. */
+export async function insertPointsTransactions(
+  trx: Transaction<Database>,
+  rows: readonly NewPointsTransaction[],
+): Promise<PointsTransaction[]> {
+  if (rows.length === 0) return [];
+  const inserted = await trx.insertInto('points_transactions').values(rows).returningAll().execute();
+  return inserted.map(toPointsTransaction).sort((a, b) => a.id - b.id);
+}
+
 export async function findPointsTransaction(
   db: Kysely<Database>,
   accountId: number,

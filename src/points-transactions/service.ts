@@ -19,6 +19,7 @@ import {
   findPointsTransaction,
   findPointsTransactionsPage,
   insertPointsTransaction,
+  insertPointsTransactions,
   type PointsTransactionFilters,
 } from './repository.js';
 
@@ -99,28 +100,10 @@ export class PointsTransactionsService {
    * caller's `customer` is left as it was.
    */
   async post(w: Work, customer: LockedCustomer, entry: LedgerEntry): Promise<Posted> {
-    const balance = customer.pointsBalance + entry.pointsChange;
-    if (balance < 0) throw insufficientPoints(customer, entry.pointsChange);
+    if (customer.pointsBalance + entry.pointsChange < 0) throw insufficientPoints(customer, entry.pointsChange);
     const counts = entry.countsAsEarned !== false;
-    const earned = customer.pointsEarned + (counts ? Math.max(entry.pointsChange, 0) : 0);
-    if (balance > MAX_BALANCE || earned > MAX_BALANCE) {
-      throw invalidParameter('points_change', `would take customer ${customer.id}'s points above ${MAX_BALANCE}`);
-    }
-    const transaction = await insertPointsTransaction(w.trx, {
-      account_id: customer.accountId,
-      customer_id: customer.id,
-      points_change: entry.pointsChange,
-      description: entry.description,
-      internal_note: entry.internalNote,
-      activity_id: entry.activityId ?? null,
-      points_purchase_id: entry.pointsPurchaseId ?? null,
-      earning_rule_id: entry.earningRuleId ?? null,
-      occurred_at: entry.occurredAt ?? w.now,
-      created_at: w.now,
-      updated_at: w.now,
-      created_by_user_id: entry.createdByUserId ?? null,
-      counts_as_earned: counts ? 1 : 0,
-    });
+    const { balance, earned } = checkCredit(customer, entry.pointsChange, counts);
+    const transaction = await insertPointsTransaction(w.trx, this.entryRow(w, customer, entry));
     const placed = counts && entry.pointsChange > 0 ? await this.vipTiers.place(w, customer) : undefined;
     // What the database now holds: the ledger's trigger moved the balance, points earned,
     // updated_at and last_active_at (to the entry's created_at, the work's time); the placement set its columns.
@@ -138,6 +121,49 @@ export class PointsTransactionsService {
     });
     if (placed?.move) this.vipTiers.announce(w, customer.accountId, placed.move);
     return { transaction, customer: after };
+  }
+
+  /** The row of `entry` on `customer`'s ledger, written at the work's time. */
+  private entryRow(w: Work, customer: LockedCustomer, entry: LedgerEntry) {
+    return {
+      account_id: customer.accountId,
+      customer_id: customer.id,
+      points_change: entry.pointsChange,
+      description: entry.description,
+      internal_note: entry.internalNote,
+      activity_id: entry.activityId ?? null,
+      points_purchase_id: entry.pointsPurchaseId ?? null,
+      earning_rule_id: entry.earningRuleId ?? null,
+      occurred_at: entry.occurredAt ?? w.now,
+      created_at: w.now,
+      updated_at: w.now,
+      created_by_user_id: entry.createdByUserId ?? null,
+      counts_as_earned: entry.countsAsEarned !== false ? 1 : 0,
+    };
+  }
+
+  /**
+   * Credits customers the caller locked, an entry each, in one statement (an import's balances):
+   * the entries, in their order. Neither places the customers nor records events: the caller does
+   * both once the rest of its work on them is done (`announce`).
+   */
+  async creditMany(
+    w: Work,
+    credits: readonly { customer: LockedCustomer; entry: LedgerEntry }[],
+  ): Promise<PointsTransaction[]> {
+    const rows = credits.map(({ customer, entry }) => {
+      checkCredit(customer, entry.pointsChange);
+      return this.entryRow(w, customer, entry);
+    });
+    return insertPointsTransactions(w.trx, rows);
+  }
+
+  /** Records `points_transaction.created` for an entry of creditMany, showing `customer` as the work left them. */
+  async announce(w: Work, transaction: PointsTransaction, customer: LockedCustomer): Promise<void> {
+    this.events.record(w, customer.accountId, 'points_transaction.created', {
+      points_transaction: transaction,
+      customer: await this.customers.shownIn(w, customer),
+    });
   }
 
   /**
@@ -253,6 +279,19 @@ export class PointsTransactionsService {
         : { updatedAtMin: parseTime(query.updated_at_min, 'updated_at_min') }),
     };
   }
+}
+
+/**
+ * The balance and points earned `change` leaves `customer` with; `invalid_parameter` when either
+ * would pass MAX_BALANCE.
+ */
+function checkCredit(customer: LockedCustomer, change: number, counts = true): { balance: number; earned: number } {
+  const balance = customer.pointsBalance + change;
+  const earned = customer.pointsEarned + (counts ? Math.max(change, 0) : 0);
+  if (balance > MAX_BALANCE || earned > MAX_BALANCE) {
+    throw invalidParameter('points_change', `would take customer ${customer.id}'s points above ${MAX_BALANCE}`);
+  }
+  return { balance, earned };
 }
 
 /** `422 insufficient_points`: the change would take the customer's balance below 0. */

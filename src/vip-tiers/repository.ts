@@ -198,6 +198,34 @@ const insertTierChangeQuery = compiledQuery(
       .returning(['id', 'customer_id', 'previous_vip_tier_id', 'current_vip_tier_id', 'created_at']),
 );
 
+/** insertTierChange for many customers in one statement, in their order. */
+export async function insertTierChanges(
+  trx: Transaction<Database>,
+  changes: readonly {
+    accountId: number;
+    customerId: number;
+    previousTierId: number | null;
+    currentTierId: number | null;
+    now: number;
+  }[],
+): Promise<StoredTierChange[]> {
+  if (changes.length === 0) return [];
+  const rows = await trx
+    .insertInto('vip_tier_changes')
+    .values(
+      changes.map((v) => ({
+        account_id: v.accountId,
+        customer_id: v.customerId,
+        previous_vip_tier_id: v.previousTierId,
+        current_vip_tier_id: v.currentTierId,
+        created_at: v.now,
+      })),
+    )
+    .returning(['id', 'customer_id', 'previous_vip_tier_id', 'current_vip_tier_id', 'created_at'])
+    .execute();
+  return rows.map(toStoredTierChange).sort((a, b) => a.id - b.id);
+}
+
 function toStoredTierChange(row: {
   id: number;
   customer_id: number;
@@ -248,6 +276,17 @@ function tiersUpdate(db: Kysely<Database>, now: number, excluded: number | null 
     .updateTable('customers')
     .set((eb) => ({ vip_tier_id: tierOf(eb, excluded), updated_at: now }))
     .where((eb) => eb('vip_tier_id', 'is distinct from', tierOf(eb, excluded)));
+}
+
+/** assignCustomerTier for many customers in one statement: those it moved, with their new tier. */
+export async function assignCustomersTiers(
+  trx: Transaction<Database>,
+  customerIds: readonly number[],
+  now: number,
+): Promise<Map<number, number | null>> {
+  if (customerIds.length === 0) return new Map();
+  const rows = await tiersUpdate(trx, now).where('id', 'in', customerIds).returning(['id', 'vip_tier_id']).execute();
+  return new Map(rows.map((row) => [Number(row.id), row.vip_tier_id === null ? null : Number(row.vip_tier_id)]));
 }
 
 const assignCustomerTierQuery = compiledQuery((db, v: { customerId: number; now: number }) =>
@@ -488,13 +527,20 @@ export async function lockPlacements(
   }));
 }
 
-/** Adds points to a customer's earnings of one day (what the ledger's trigger does for a credit). */
-export async function addEarnings(trx: Transaction<Database>, customerId: number, day: number, points: number) {
+/** Adds points to customers' earnings of one day (what the ledger's trigger does for a credit), one statement. */
+export async function addEarnings(
+  trx: Transaction<Database>,
+  day: number,
+  earnings: readonly { customerId: number; points: number }[],
+) {
+  if (earnings.length === 0) return;
   await trx
     .insertInto('vip_earnings')
-    .values({ customer_id: customerId, day, points })
+    .values(earnings.map(({ customerId, points }) => ({ customer_id: customerId, day, points })))
     .onConflict((oc) =>
-      oc.columns(['customer_id', 'day']).doUpdateSet((eb) => ({ points: eb('vip_earnings.points', '+', points) })),
+      oc
+        .columns(['customer_id', 'day'])
+        .doUpdateSet((eb) => ({ points: eb('vip_earnings.points', '+', eb.ref('excluded.points')) })),
     )
     .execute();
 }

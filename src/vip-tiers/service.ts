@@ -22,6 +22,7 @@ import {
 import {
   addEarnings,
   assignAccountTiers,
+  assignCustomersTiers,
   assignCustomerTier,
   countCustomersToPlace,
   deleteTier,
@@ -33,6 +34,7 @@ import {
   insertAccountTierChanges,
   insertTier,
   insertTierChange,
+  insertTierChanges,
   listTiers,
   lockAccountTiers,
   lockPlacements,
@@ -161,12 +163,58 @@ export class VipTiersService {
   }
 
   /**
-   * Counts points earned elsewhere (an import's, beyond the balance it brought) as earned today,
-   * then places the customer; the caller added them to points_earned and records the move's event.
+   * `place` for many customers at once (an import's batch), in a few statements whatever their
+   * number: the moves, by customer id; the caller records their events.
    */
-  async countEarnedElsewhere(w: Work, customer: PlacedCustomer, points: number): Promise<Placed> {
-    await addEarnings(w.trx, customer.id, dayOf(w.now), points);
-    return this.place(w, customer);
+  async placeMany(w: Work, customers: readonly PlacedCustomer[]): Promise<Map<number, TierMove>> {
+    const moves = new Map<number, TierMove>();
+    const [first] = customers;
+    if (!first) return moves;
+    const program = await this.programIn(w, first.accountId);
+    const moved: { customer: PlacedCustomer; vipTierId: number | null }[] = [];
+    if (program.type === 'all_time') {
+      const placed = await assignCustomersTiers(
+        w.trx,
+        customers.map((customer) => customer.id),
+        w.now,
+      );
+      for (const customer of customers) {
+        if (placed.has(customer.id)) moved.push({ customer, vipTierId: placed.get(customer.id)! });
+      }
+    } else {
+      const ids = customers.map((customer) => customer.id);
+      const earnings = await findEarnings(w.trx, ids, earningsFrom(program.type, w.now));
+      for (const customer of customers) {
+        const placement = periodPlacement(program, program.type, w.now, earnings.get(customer.id) ?? []);
+        await storePlacement(w.trx, customer.id, placement, null);
+        if (placement.vipTierId !== customer.vipTierId) moved.push({ customer, vipTierId: placement.vipTierId });
+      }
+    }
+    const changes = await insertTierChanges(
+      w.trx,
+      moved.map(({ customer, vipTierId }) => ({
+        accountId: customer.accountId,
+        customerId: customer.id,
+        previousTierId: customer.vipTierId,
+        currentTierId: vipTierId,
+        now: w.now,
+      })),
+    );
+    for (const change of changes) {
+      moves.set(change.customerId, {
+        vipTierId: change.currentTierId,
+        change: toVipTierChange(change, program.tiers),
+      });
+    }
+    return moves;
+  }
+
+  /**
+   * Counts points earned elsewhere (an import's, beyond the balances it brought) as earned today
+   * in the customers' VIP progress; the caller added them to points_earned and places them.
+   */
+  async countEarnedElsewhere(w: Work, earnings: readonly { customerId: number; points: number }[]): Promise<void> {
+    await addEarnings(w.trx, dayOf(w.now), earnings);
   }
 
   /** Writes the change row of a customer's move to `vipTierId`. */

@@ -1,26 +1,24 @@
 /// <reference lib="dom" />
 // The functions passed to page.evaluate run in the browser.
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SECTIONS } from '../../src/admin/views.js';
 import { createTestDatabaseUrl, type TestDatabaseUrl, testEngine } from '../helpers/app.js';
-import { axeFailures, overflowAt375 } from '../helpers/browser.js';
+import {
+  axeFailures,
+  launchChromium,
+  overflowAt375,
+  chromiumRunnable as runnable,
+  signIn,
+} from '../helpers/browser.js';
 import { withServices } from '../helpers/seed.js';
 import { ROOT, type ServerProcess, startServer } from '../helpers/server-process.js';
 
-const CHROMIUM = '/usr/bin/chromium';
 const ARTIFACTS = join(ROOT, 'test-artifacts', 'console', testEngine);
 const EMAIL = 'owner@console-shop.example';
 const PASSWORD = 'a long console password';
-
-// In CI a missing browser is a failure (chromium.launch throws); on a workstation without it the
-// test is skipped, and says so.
-const runnable = existsSync(CHROMIUM) || Boolean(process.env.CI);
-if (!runnable) {
-  console.warn(`[console browser test] skipped: ${CHROMIUM} does not exist (install Debian's chromium to run it).`);
-}
 
 /** The one account the test made (its users sign in to it). */
 function accountIdOf(accounts: Array<{ id: number; name: string }>): number {
@@ -45,10 +43,7 @@ describe.runIf(runnable)(`the merchant console in a real browser (Chromium, serv
       await services.users.create(account.id, { email: EMAIL, password: PASSWORD });
     });
     server = await startServer({ DATABASE_URL: database.url, LOG_LEVEL: 'info' });
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'],
-    });
+    browser = await launchChromium();
     context = await browser.newContext({ viewport: { width: 1100, height: 900 } });
     mkdirSync(ARTIFACTS, { recursive: true });
   }, 60_000);
@@ -89,9 +84,7 @@ describe.runIf(runnable)(`the merchant console in a real browser (Chromium, serv
     // The first Tab reaches the skip link: keyboard users can jump past the navigation.
     await page.keyboard.press('Tab');
     expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Skip to content');
-    await page.getByLabel('Email').fill(EMAIL);
-    await page.getByLabel('Password').fill(PASSWORD);
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await signIn(page, EMAIL, PASSWORD);
     await page.waitForURL('**/admin/overview');
     await expect(page.getByRole('heading', { level: 1 }).textContent()).resolves.toBe('Overview');
     // The stylesheet loads under the page's CSP.

@@ -1,11 +1,11 @@
 /// <reference lib="dom" />
 // The functions passed to page.evaluate run in the browser.
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabaseUrl, type TestDatabaseUrl, testEngine } from '../helpers/app.js';
-import { axeFailures, phoneProblems } from '../helpers/browser.js';
+import { axeFailures, chromiumRunnable, launchChromium, phoneProblems, signInToConsole } from '../helpers/browser.js';
 import { withServices } from '../helpers/seed.js';
 import { ROOT, type ServerProcess, startServer } from '../helpers/server-process.js';
 import { eventually } from '../helpers/wait.js';
@@ -15,16 +15,10 @@ import { eventually } from '../helpers/wait.js';
 // downloads the refused rows, then downloads exports. What was imported is read back from the
 // database, not from the pages.
 
-const CHROMIUM = '/usr/bin/chromium';
 const ARTIFACTS = join(ROOT, 'test-artifacts', 'console', testEngine);
 const EMAIL = 'owner@moving-shop.example';
 const PASSWORD = 'a long console password';
 const IMPORT_WAIT_MS = 30_000;
-
-const runnable = existsSync(CHROMIUM) || Boolean(process.env.CI);
-if (!runnable) {
-  console.warn(`[imports browser test] skipped: ${CHROMIUM} does not exist (install Debian's chromium to run it).`);
-}
 
 /** Another platform's export: its own column names, one bad email and one duplicate, a column to ignore. */
 const OTHER_PLATFORM_CSV = [
@@ -37,7 +31,7 @@ const OTHER_PLATFORM_CSV = [
   'line"',
 ].join('\r\n');
 
-describe.runIf(runnable)(
+describe.runIf(chromiumRunnable)(
   `the console's import and export in a real browser (Chromium, server process, ${testEngine})`,
   () => {
     let database: TestDatabaseUrl;
@@ -57,10 +51,7 @@ describe.runIf(runnable)(
         return account.id;
       });
       server = await startServer({ DATABASE_URL: database.url, LOG_LEVEL: 'info' });
-      browser = await chromium.launch({
-        executablePath: CHROMIUM,
-        args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'],
-      });
+      browser = await launchChromium();
       context = await browser.newContext({ viewport: { width: 1100, height: 900 }, acceptDownloads: true });
       mkdirSync(ARTIFACTS, { recursive: true });
     }, 60_000);
@@ -90,11 +81,7 @@ describe.runIf(runnable)(
 
     it('uploads another platform’s file, maps its columns, runs it in the background and lists the refused rows', async () => {
       const page = await openPage();
-      await page.goto(`${base()}/admin/sign-in`);
-      await page.getByLabel('Email').fill(EMAIL);
-      await page.getByLabel('Password').fill(PASSWORD);
-      await page.getByRole('button', { name: 'Sign in' }).click();
-      await page.waitForURL('**/admin/overview');
+      await signInToConsole(page, base(), EMAIL, PASSWORD);
       await page.getByRole('link', { name: 'Import and export', exact: true }).click();
       await page.getByRole('heading', { level: 1, name: 'Import and export' }).waitFor();
 

@@ -1,13 +1,19 @@
 /// <reference lib="dom" />
 // The functions passed to page.evaluate run in the browser.
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabaseUrl, type TestDatabaseUrl, testEngine } from '../helpers/app.js';
-import { axeFailures, phoneProblems } from '../helpers/browser.js';
+import {
+  axeFailures,
+  launchChromium,
+  phoneProblems,
+  chromiumRunnable as runnable,
+  signInToConsole,
+} from '../helpers/browser.js';
 import { withServices } from '../helpers/seed.js';
 import { ROOT, type ServerProcess, startServer } from '../helpers/server-process.js';
 
@@ -17,18 +23,12 @@ import { ROOT, type ServerProcess, startServer } from '../helpers/server-process
 // the network is closed), the store creates a referral for a friend through the API and records
 // the friend's qualifying order, and the merchant sees the referral completed in the list.
 
-const CHROMIUM = '/usr/bin/chromium';
 const ARTIFACTS = join(ROOT, 'test-artifacts', 'console', testEngine);
 const EMAIL = 'owner@referrals-shop.example';
 const PASSWORD = 'a long console password';
 const LANDING = 'https://shop.example/welcome?utm_source=referral';
 const JANE = 'jane@referrals-shop.example';
 const FRIEND = 'a.friend.with.a.rather.long.address@subdomain.example-shop.com';
-
-const runnable = existsSync(CHROMIUM) || Boolean(process.env.CI);
-if (!runnable) {
-  console.warn(`[referrals browser test] skipped: ${CHROMIUM} does not exist (install Debian's chromium to run it).`);
-}
 
 /**
  * A port free right now. The server is told it (not PORT=0) so that the referral URLs it prints
@@ -72,10 +72,7 @@ describe.runIf(runnable)(`the console's referrals in a real browser (Chromium, s
       PORT: String(port),
       REFERRAL_BASE_URL: `http://127.0.0.1:${port}/r`,
     });
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'],
-    });
+    browser = await launchChromium();
     context = await browser.newContext({ viewport: { width: 1100, height: 900 } });
     // The copy button writes to the clipboard; the test reads it back, as a paste would.
     await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: server.url });
@@ -113,11 +110,7 @@ describe.runIf(runnable)(`the console's referrals in a real browser (Chromium, s
 
   it('configures the program, copies a customer’s referral URL that leads to the store, and sees a referral complete', async () => {
     const page = await openPage();
-    await page.goto(`${base()}/admin/sign-in`);
-    await page.getByLabel('Email').fill(EMAIL);
-    await page.getByLabel('Password').fill(PASSWORD);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.waitForURL('**/admin/overview');
+    await signInToConsole(page, base(), EMAIL, PASSWORD);
     await expect(page.locator('#referral-referrals .figure').textContent()).resolves.toBe('0');
 
     // The program: every field, first refused without a landing URL (the message at the field).

@@ -1,14 +1,20 @@
 /// <reference lib="dom" />
 // The functions passed to page.evaluate run in the browser.
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabaseUrl, type TestDatabaseUrl, testEngine } from '../helpers/app.js';
-import { axeFailures, phoneProblems } from '../helpers/browser.js';
+import {
+  axeFailures,
+  launchChromium,
+  phoneProblems,
+  chromiumRunnable as runnable,
+  signInToConsole,
+} from '../helpers/browser.js';
 import { withServices } from '../helpers/seed.js';
 import { ROOT, type ServerProcess, startServer } from '../helpers/server-process.js';
 import { eventually } from '../helpers/wait.js';
@@ -19,17 +25,11 @@ import { eventually } from '../helpers/wait.js';
 // the attempt in the delivery log and resends it. The real server process makes the deliveries
 // with its own job runner, as in production.
 
-const CHROMIUM = '/usr/bin/chromium';
 const ARTIFACTS = join(ROOT, 'test-artifacts', 'console', testEngine);
 const EMAIL = 'owner@webhooks-shop.example';
 const PASSWORD = 'a long console password';
 /** How long a delivery may take to show: the contract's 1 s at p99, with room for a loaded machine. */
 const DELIVERY_WAIT_MS = 15_000;
-
-const runnable = existsSync(CHROMIUM) || Boolean(process.env.CI);
-if (!runnable) {
-  console.warn(`[webhooks browser test] skipped: ${CHROMIUM} does not exist (install Debian's chromium to run it).`);
-}
 
 /** One request the receiver got, as it arrived. */
 interface Arrival {
@@ -86,10 +86,7 @@ describe.runIf(runnable)(`the console's webhooks in a real browser (Chromium, se
       LOG_LEVEL: 'info',
       WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
     });
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'],
-    });
+    browser = await launchChromium();
     context = await browser.newContext({ viewport: { width: 1100, height: 900 } });
     // The copy button writes to the clipboard; the test reads it back, as a paste would.
     await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: server.url });
@@ -127,11 +124,7 @@ describe.runIf(runnable)(`the console's webhooks in a real browser (Chromium, se
   it('adds an endpoint, copies its secret once, sends a test event that arrives signed, and resends it', async () => {
     const hooks = receiver!;
     const page = await openPage();
-    await page.goto(`${base()}/admin/sign-in`);
-    await page.getByLabel('Email').fill(EMAIL);
-    await page.getByLabel('Password').fill(PASSWORD);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.waitForURL('**/admin/overview');
+    await signInToConsole(page, base(), EMAIL, PASSWORD);
     await expect(page.locator('#webhook-endpoints').textContent()).resolves.toMatch(/^0 webhook endpoints/);
 
     await page.getByRole('link', { name: 'Webhooks', exact: true }).click();

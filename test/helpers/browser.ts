@@ -1,10 +1,54 @@
 /// <reference lib="dom" />
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
 
-// What the console's browser tests check on every page they open: that it fits a phone, and
-// that axe-core finds nothing serious.
+// What the browser tests share: the Chromium they launch, the sign-in form they fill, and what
+// the console's tests check on every page they open (that it fits a phone, and that axe-core
+// finds nothing serious).
+
+/** Debian's Chromium, the one browser the tests drive. */
+export const CHROMIUM = '/usr/bin/chromium';
+
+/**
+ * Whether the browser tests run. In CI a missing browser is a failure (chromium.launch throws);
+ * on a workstation without it they are skipped, and say so.
+ */
+export const chromiumRunnable = existsSync(CHROMIUM) || Boolean(process.env.CI);
+if (!chromiumRunnable) {
+  console.warn(`[browser tests] skipped: ${CHROMIUM} does not exist (install Debian's chromium to run it).`);
+}
+
+/** Headless Chromium, without sandbox or GPU, kept off the network but for the pages it opens. */
+export function launchChromium(): Promise<Browser> {
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
+  });
+}
+
+/** Fills the sign-in form `page` shows (the console's or OAuth's) and submits it. */
+export async function signIn(page: Page, email: string, password: string): Promise<void> {
+  await page.getByLabel('Email').fill(email);
+  await page.getByLabel('Password').fill(password);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+}
+
+/** Signs in to the console at `base` from its sign-in page, and waits for the overview. */
+export async function signInToConsole(page: Page, base: string, email: string, password: string): Promise<void> {
+  await page.goto(`${base}/admin/sign-in`);
+  await signIn(page, email, password);
+  await page.waitForURL('**/admin/overview');
+}
 
 const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 

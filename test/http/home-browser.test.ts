@@ -1,19 +1,17 @@
-import { existsSync } from 'node:fs';
-import { type Browser, chromium } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../helpers/app.js';
+import { chromiumRunnable, launchChromium } from '../helpers/browser.js';
 
-const CHROMIUM = '/usr/bin/chromium';
-
-// As in the console's browser test: a missing browser fails in CI, and is skipped elsewhere.
-describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('GET / in a real browser', () => {
+// A missing browser fails in CI, and is skipped elsewhere (test/helpers/browser.ts).
+describe.runIf(chromiumRunnable)('GET / in a real browser', () => {
   let t: TestApp;
   let browser: Browser;
   let origin: string;
   beforeAll(async () => {
     t = await createTestApp();
     origin = await t.app.listen({ host: '127.0.0.1', port: 0 });
-    browser = await chromium.launch({ executablePath: CHROMIUM });
+    browser = await launchChromium();
   }, 60_000);
   afterAll(async () => {
     await browser?.close();

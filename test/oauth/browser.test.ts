@@ -1,27 +1,20 @@
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type Browser, chromium } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { chromiumRunnable, launchChromium, signIn } from '../helpers/browser.js';
 import { withServices } from '../helpers/seed.js';
 import { ROOT, type ServerProcess, startServer } from '../helpers/server-process.js';
 import { pkcePair } from './helpers.js';
 
-const CHROMIUM = '/usr/bin/chromium';
 const SCREENSHOT = join(ROOT, 'test-artifacts', 'oauth-consent.png');
 const EMAIL = 'owner@browser-shop.example';
 const PASSWORD = 'a long browser password';
 
-// In CI a missing browser is a failure (chromium.launch throws); on a workstation without it the
-// test is skipped, and says so.
-const runnable = existsSync(CHROMIUM) || Boolean(process.env.CI);
-if (!runnable) {
-  console.warn(`[oauth browser test] skipped: ${CHROMIUM} does not exist (install Debian's chromium to run it).`);
-}
-
-describe.runIf(runnable)('OAuth in a real browser (headless Chromium against the server process)', () => {
+describe.runIf(chromiumRunnable)('OAuth in a real browser (headless Chromium against the server process)', () => {
   let dir: string;
   let server: ServerProcess | undefined;
   let browser: Browser | undefined;
@@ -54,19 +47,7 @@ describe.runIf(runnable)('OAuth in a real browser (headless Chromium against the
     });
     // LOG_LEVEL info: startServer waits for the "Server listening" line.
     server = await startServer({ DATABASE_URL: url, LOG_LEVEL: 'info' });
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    });
+    browser = await launchChromium();
   }, 60_000);
 
   afterAll(async () => {
@@ -95,9 +76,7 @@ describe.runIf(runnable)('OAuth in a real browser (headless Chromium against the
     await expect(page.getByRole('heading', { level: 1 }).textContent()).resolves.toBe(
       'Sign in to connect Reviews <Pro> & Co',
     );
-    await page.getByLabel('Email').fill(EMAIL);
-    await page.getByLabel('Password').fill(PASSWORD);
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await signIn(page, EMAIL, PASSWORD);
 
     await page.getByRole('button', { name: 'Approve' }).waitFor();
     await expect(page.getByRole('heading', { level: 1 }).textContent()).resolves.toBe(
