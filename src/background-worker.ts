@@ -35,7 +35,7 @@ const db = openDb(config.databaseUrl, {
     : {}),
 });
 const services = createServices(db, serviceOptions(config, systemClock));
-const housekeeping = new Housekeeping(choresOf(services), log);
+const housekeeping = new Housekeeping(choresOf(services, db), log);
 const runner = new JobRunner(
   db,
   new UnitOfWork(db.kysely, systemClock),

@@ -2,8 +2,10 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from './clock.js';
 import type { JobHandler } from './jobs/service.js';
 import type { Services } from './services.js';
+import type { Db } from './storage/db.js';
+import { refreshStatistics } from './storage/statistics.js';
 
-/** One piece of timed upkeep: it deletes what has expired and says how many rows went. */
+/** One piece of timed upkeep: it deletes what has expired and says how many rows went (0 for one that removes nothing). */
 export interface Chore {
   readonly name: string;
   run(): Promise<number>;
@@ -21,11 +23,18 @@ export const HOUSEKEEPING_QUEUE = 'housekeeping';
  * recurring job of the job runner: one process runs it every 5 minutes, whichever claims it. Each
  * chore is one short statement.
  */
-export function choresOf(services: Services): Chore[] {
+export function choresOf(services: Services, db: Db): Chore[] {
   return [
     { name: 'idempotency keys past 24 hours', run: () => services.idempotency.purgeExpired() },
     { name: 'expired sessions and sign-in throttles', run: () => services.sessions.pruneExpired() },
     { name: 'expired authorization codes', run: () => services.oauth.pruneExpiredCodes() },
+    {
+      name: 'query planner statistics',
+      run: async () => {
+        await refreshStatistics(db.kysely);
+        return 0;
+      },
+    },
   ];
 }
 

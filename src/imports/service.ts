@@ -12,6 +12,7 @@ import { DomainError, invalidParameter, notFound } from '../errors.js';
 import type { JobHandler, JobsService } from '../jobs/service.js';
 import type { PointsTransactionsService } from '../points-transactions/service.js';
 import type { Database } from '../storage/schema.js';
+import { refreshStatistics } from '../storage/statistics.js';
 import type { UnitOfWork, Work } from '../storage/unit-of-work.js';
 import { validate } from '../validate.js';
 import type { VipTiersService } from '../vip-tiers/service.js';
@@ -39,6 +40,11 @@ import { IMPORT_COLUMNS, type ImportProgress, ImportRow, type ImportSummary } fr
 
 /** Rows applied per transaction: short ones, that never hold the API back for long. */
 const BATCH = 200;
+/**
+ * Batches between two refreshes of the planner's statistics: the tables an import fills grow from
+ * nothing to millions of rows, and a plan made when they were small reads them whole.
+ */
+const STATISTICS_EVERY = 25;
 /** Cells that a spreadsheet would run as a formula. */
 const FORMULA = /^[=+\-@\t\r]/;
 const TEXT_COLUMNS = ['first_name', 'last_name', 'distinct_id'] as const;
@@ -401,6 +407,7 @@ export class ImportsService {
     let batch: CheckedRow[] = [];
     let refused: Result[] = [];
     let last: CsvPosition | undefined;
+    let applied = 0;
     for await (const row of rows) {
       last = row.end ?? last;
       if (row.error !== undefined) refused.push({ line: row.line, refused: row.error });
@@ -413,6 +420,7 @@ export class ImportsService {
         onBatch(await this.applyBatch(run, batch, refused, row.end));
         batch = [];
         refused = [];
+        if (++applied % STATISTICS_EVERY === 0) await refreshStatistics(this.db);
         if (performance.now() > until) return false;
       }
     }

@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
-import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
+import { type CompiledQuery, Kysely, type LogConfig, PostgresDialect, SqliteDialect, sql } from 'kysely';
 import pg from 'pg';
 import { redactUrl } from '../config.js';
 import { ChangeFeed, type Changes } from './change-feed.js';
@@ -22,6 +22,14 @@ export interface DbOptions {
   preparedStatements?: boolean;
   /** SQLite with WORKERS=N: the turn to write, passed between the processes (see WriteTurn). */
   writeTurn?: WriteTurn;
+  /** Hears every statement run through the Kysely handle, once it ran (the plan test collects them). */
+  onQuery?: (query: CompiledQuery) => void;
+}
+
+/** Kysely's log option that hands each statement run to `onQuery`. */
+function queryLog(options: DbOptions): { log?: LogConfig } {
+  const { onQuery } = options;
+  return onQuery ? { log: (event) => onQuery(event.query) } : {};
 }
 
 /** An open database: the Kysely handle, which engine it is, and how to close it. */
@@ -61,7 +69,7 @@ function openSqlite(path: string, options: DbOptions): Db {
   const file = memory ? ':memory:' : resolve(path.replace(/^\/\/(?=\/)/, ''));
   if (!memory) mkdirSync(dirname(file), { recursive: true });
   const sqlite = new GroupCommitSqlite(file, options.sqliteSynchronous ?? 'FULL', options.writeTurn);
-  const kysely = new Kysely<Database>({ dialect: sqlite.dialect() });
+  const kysely = new Kysely<Database>({ dialect: sqlite.dialect(), ...queryLog(options) });
   return {
     kysely,
     dialect: 'sqlite',
@@ -104,7 +112,7 @@ function openPostgres(url: string, options: DbOptions): Db {
   // An idle client losing its connection must not crash the process; the next query reconnects.
   pool.on('error', () => {});
   if (options.preparedStatements !== false) nameStatements(pool);
-  const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), ...queryLog(options) });
   const changes = new ChangeFeed(url);
   return {
     kysely,

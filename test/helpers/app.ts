@@ -4,7 +4,7 @@ import { buildApp } from '../../src/app.js';
 import type { Clock } from '../../src/clock.js';
 import { type Config, loadConfig } from '../../src/config.js';
 import type { Services } from '../../src/services.js';
-import type { Db } from '../../src/storage/db.js';
+import type { Db, DbOptions } from '../../src/storage/db.js';
 import { createTestDatabase, createTestDb, type TestDatabase } from './database.js';
 
 // The test-database factory lives in ./database.ts; these names stay here for the files that
@@ -47,9 +47,9 @@ export interface TestApp {
  */
 export async function createTestApp(
   env: Record<string, string> = {},
-  options: { logLines?: string[] } = {},
+  options: { logLines?: string[]; onQuery?: DbOptions['onQuery'] } = {},
 ): Promise<TestApp> {
-  const testDb = await createTestDb();
+  const testDb = await createTestDb(options.onQuery ? { onQuery: options.onQuery } : {});
   const config = loadConfig({ RATE_LIMIT_PER_SECOND: '0', LOG_LEVEL: 'silent', ...env });
   const clock = new FakeClock();
   const { logLines } = options;

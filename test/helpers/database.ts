@@ -5,7 +5,7 @@ import { basename, dirname, join } from 'node:path';
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import { inject } from 'vitest';
-import { type Db, openDb } from '../../src/storage/db.js';
+import { type Db, type DbOptions, openDb } from '../../src/storage/db.js';
 import { migrateToLatest } from '../../src/storage/migrator.js';
 import type { Database } from '../../src/storage/schema.js';
 import { ensureWorkerDatabase, TEST_SCHEMA_PREFIX } from './postgres.js';
@@ -50,9 +50,12 @@ export interface TestDb {
 }
 
 /** A new, migrated database of this pass's engine (createTestDatabase), opened. */
-export async function createTestDb(): Promise<TestDb> {
+export async function createTestDb(options: DbOptions = {}): Promise<TestDb> {
   const { url, drop } = await createTestDatabase();
-  const db = openDb(url, testEngine === 'sqlite' ? { sqliteSynchronous: 'NORMAL' } : { poolMax: 5 });
+  const db = openDb(url, {
+    ...(testEngine === 'sqlite' ? { sqliteSynchronous: 'NORMAL' } : { poolMax: 5 }),
+    ...options,
+  });
   return {
     db,
     url,

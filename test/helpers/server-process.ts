@@ -51,6 +51,9 @@ export async function startServer(
       const match = /Server listening at https?:\/\/[^\s"]+:(\d+)/.exec(output);
       if (match) {
         clearTimeout(timer);
+        // Searching the whole output again on every later line would cost a long run's test
+        // process more and more CPU (a million-row import's reads log for minutes).
+        child.stdout?.off('data', onData);
         resolve(Number(match[1]));
       }
     };

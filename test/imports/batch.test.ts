@@ -122,7 +122,10 @@ describe.each([
     expect(await customer('new3@batch.example')).toMatchObject({ points_balance: 10, vip_tier_id: bronze });
     expect(await unbalancedCustomers(t.db.kysely)).toEqual([]);
     expect(
-      (await t.services.customerIdentities.listIdentities(accountId)).map((identity) => [identity.distinct_id, identity.email]),
+      (await t.services.customerIdentities.listIdentities(accountId)).map((identity) => [
+        identity.distinct_id,
+        identity.email,
+      ]),
     ).toEqual([['crm-1', 'new1@batch.example']]);
 
     // Each customer placed once: one move each, from where they were to where the import left them.

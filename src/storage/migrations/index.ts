@@ -22,6 +22,7 @@ import * as recurringRuns from './2026-11-27T1200-recurring-runs.js';
 import * as vipPeriods from './2026-11-27T1300-vip-periods.js';
 import * as imports from './2026-11-27T1400-imports.js';
 import * as importUploads from './2026-11-27T1500-import-uploads.js';
+import * as listIndexes from './2026-11-27T1600-list-indexes.js';
 
 /** Every migration, by name; names sort in the order they run. */
 export const migrations: Record<string, Migration> = {
@@ -48,4 +49,5 @@ export const migrations: Record<string, Migration> = {
   '2026-11-27T1300-vip-periods': vipPeriods,
   '2026-11-27T1400-imports': imports,
   '2026-11-27T1500-import-uploads': importUploads,
+  '2026-11-27T1600-list-indexes': listIndexes,
 };
