@@ -35,10 +35,11 @@ const db = openDb(config.databaseUrl, {
     : {}),
 });
 const services = createServices(db, serviceOptions(config, systemClock));
-const housekeeping = new Housekeeping(choresOf(services, db), log);
+const uow = new UnitOfWork(db.kysely, systemClock);
+const housekeeping = new Housekeeping(choresOf(services, db, uow), log);
 const runner = new JobRunner(
   db,
-  new UnitOfWork(db.kysely, systemClock),
+  uow,
   services.jobs,
   systemClock,
   [...jobHandlers(services), housekeeping.job(systemClock)],

@@ -4,6 +4,7 @@ import type { JobHandler } from './jobs/service.js';
 import type { Services } from './services.js';
 import type { Db } from './storage/db.js';
 import { refreshStatistics } from './storage/statistics.js';
+import type { UnitOfWork } from './storage/unit-of-work.js';
 
 /** One piece of timed upkeep: it deletes what has expired and says how many rows went (0 for one that removes nothing). */
 export interface Chore {
@@ -23,7 +24,7 @@ export const HOUSEKEEPING_QUEUE = 'housekeeping';
  * recurring job of the job runner: one process runs it every 5 minutes, whichever claims it. Each
  * chore is one short statement.
  */
-export function choresOf(services: Services, db: Db): Chore[] {
+export function choresOf(services: Services, db: Db, uow: UnitOfWork): Chore[] {
   return [
     { name: 'idempotency keys past 24 hours', run: () => services.idempotency.purgeExpired() },
     { name: 'expired sessions and sign-in throttles', run: () => services.sessions.pruneExpired() },
@@ -31,7 +32,7 @@ export function choresOf(services: Services, db: Db): Chore[] {
     {
       name: 'query planner statistics',
       run: async () => {
-        await refreshStatistics(db.kysely);
+        await refreshStatistics(db.kysely, uow);
         return 0;
       },
     },

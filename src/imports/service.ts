@@ -420,7 +420,7 @@ export class ImportsService {
         onBatch(await this.applyBatch(run, batch, refused, row.end));
         batch = [];
         refused = [];
-        if (++applied % STATISTICS_EVERY === 0) await refreshStatistics(this.db);
+        if (++applied % STATISTICS_EVERY === 0) await refreshStatistics(this.db, this.uow);
         if (performance.now() > until) return false;
       }
     }

@@ -1,5 +1,6 @@
 import { type Kysely, PostgresAdapter, sql } from 'kysely';
 import type { Database } from './schema.js';
+import type { UnitOfWork } from './unit-of-work.js';
 
 // The query planner's statistics, kept current so that a real install gets the plans the bench
 // measured (docs/operations.md, "Query planner statistics"): a list filtered by a time that
@@ -21,12 +22,12 @@ const ANALYZE_MIN_CHANGES = 50;
  * autovacuum does the same when it is on; this does it when it is off (as on some CI servers) or
  * has not come round yet, in the current schema. Cheap when nothing changed: safe to run often.
  */
-export async function refreshStatistics(db: Kysely<Database>): Promise<string[]> {
+export async function refreshStatistics(db: Kysely<Database>, uow: UnitOfWork): Promise<string[]> {
   if (!(db.getExecutor().adapter instanceof PostgresAdapter)) {
-    // In a transaction, so on the writer in its turn: SQLite calls the pragma read-only, which alone
-    // would send it to the reader, and its ANALYZE writes. 0x10002: every table, not only those this
-    // connection used.
-    await db.transaction().execute((trx) => sql`pragma optimize = 0x10002`.execute(trx));
+    // In a unit of work, so on the writer in its turn: SQLite calls the pragma read-only, which
+    // alone would send it to the reader, and its ANALYZE writes. 0x10002: every table, not only
+    // those this connection used.
+    await uow.run((w) => sql`pragma optimize = 0x10002`.execute(w.trx));
     return [];
   }
   const { rows } = await sql<{ name: string }>`

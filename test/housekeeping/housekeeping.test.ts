@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { type Chore, choresOf, Housekeeping } from '../../src/housekeeping.js';
+import { UnitOfWork } from '../../src/storage/unit-of-work.js';
 import { bearer, createTenant, createTestApp, type Tenant, type TestApp } from '../helpers/app.js';
 import { eventually } from '../helpers/wait.js';
 
@@ -32,7 +33,7 @@ describe('housekeeping on a real database', () => {
     for (let i = 0; i < 5; i++) expect((await adjust(jane, `old-${i}`)).statusCode).toBe(201);
     t.clock.advance(DAY_MS);
     expect((await adjust(jane, 'new')).statusCode).toBe(201);
-    const housekeeping = new Housekeeping(choresOf(t.services, t.db), silent);
+    const housekeeping = new Housekeeping(choresOf(t.services, t.db, new UnitOfWork(t.db.kysely, t.clock)), silent);
 
     // Exactly 24 hours old: still replayable, so kept.
     expect((await housekeeping.runOnce())['idempotency keys past 24 hours']).toBe(0);
@@ -44,7 +45,10 @@ describe('housekeeping on a real database', () => {
   });
 
   it('runs every chore of the services, each reporting the rows it removed', async () => {
-    const removed = await new Housekeeping(choresOf(t.services, t.db), silent).runOnce();
+    const removed = await new Housekeeping(
+      choresOf(t.services, t.db, new UnitOfWork(t.db.kysely, t.clock)),
+      silent,
+    ).runOnce();
     expect(removed).toEqual({
       'idempotency keys past 24 hours': 0,
       'expired sessions and sign-in throttles': 0,
@@ -54,7 +58,7 @@ describe('housekeeping on a real database', () => {
   });
 
   it("keeps the planner's statistics current: a table that grew is analyzed by the next pass", async () => {
-    const housekeeping = new Housekeeping(choresOf(t.services, t.db), silent);
+    const housekeeping = new Housekeeping(choresOf(t.services, t.db, new UnitOfWork(t.db.kysely, t.clock)), silent);
     const analyzed = async () => {
       if (t.db.dialect === 'sqlite') {
         const { rows } = await sql<{ n: number }>`select count(*) as n from sqlite_stat1 where tbl = 'customers'`

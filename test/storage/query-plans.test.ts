@@ -1,6 +1,5 @@
 import { CompiledQuery, sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { refreshStatistics } from '../../src/storage/statistics.js';
 import { bearer, createTenant, createTestApp, type Tenant, type TestApp, testEngine } from '../helpers/app.js';
 import { fixedRule, program } from '../helpers/engine.js';
 
@@ -11,7 +10,7 @@ import { fixedRule, program } from '../helpers/engine.js';
 // account takes seconds on a program that has run for a year.
 //
 // The account holds SEEDED customers with a ledger entry each and SEEDED / 10 reward codes, and
-// the statistics are gathered as the service's upkeep gathers them (refreshStatistics), so the
+// the statistics are gathered (as the service's upkeep gathers them, refreshStatistics), so the
 // planners choose as they would on a real install; the statements then run for it. The bench
 // measures the same plans on a million customers (docs/benchmarks.md).
 
@@ -45,6 +44,7 @@ const BOUNDED_SORT = /SEARCH (\w+) USING INDEX \w+_updated \(account_id=\? AND u
 
 /** The account's customers (each with a ledger entry), written by one statement each. */
 const SEEDED = 20_000;
+const SEEDED_TABLES = ['customers', 'points_transactions', 'reward_fulfillments'];
 
 let t: TestApp;
 let a: Tenant;
@@ -80,7 +80,10 @@ beforeAll(async () => {
     fixedRule('Order, lifetime', 1, type, { earning_limit: { max: 1000, type: 'lifetime' } }),
   ]);
   await seed(accountId, t.clock.now() - 24 * 60 * 60 * 1000);
-  await refreshStatistics(t.db.kysely);
+  // The seeded tables analyzed (refreshStatistics would go by PostgreSQL's change counters, which
+  // show a moment after the seeding committed); the others have no statistics, as a new table's,
+  // which the planners read as larger than the few rows these requests put there.
+  for (const table of SEEDED_TABLES) await sql`analyze ${sql.table(table)}`.execute(t.db.kysely);
   const [product] = (await t.services.pointsProducts.create(accountId, [
     { exchange_type: 'fixed', points_price: 20, reward: { name: '$5 off' } },
   ])) as { id: number }[];
@@ -214,17 +217,17 @@ function problems(query: string, plan: string): string[] {
 }
 
 /**
- * How a plan reads `table` by its primary key with no condition: not at all; a `page` (the
- * statement is a list in id order with a LIMIT, which stops once the page is full); or
- * `unbounded` (anything else: the whole table).
+ * How a plan reads `table` by its primary key with no condition: not at all; a `page` (a list in
+ * id order with a LIMIT, whose filters PostgreSQL estimates to keep more than LARGE_SORT rows, so
+ * that the walk stops a few rows past the page); or `unbounded` (the whole table, or most of it to
+ * find a few rows).
  */
 function walksIds(query: string, plan: string, table: string): 'no' | 'page' | 'unbounded' {
-  if (
-    !new RegExp(`Index (Only )?Scan( Backward)? using ${table}_pkey on ${table}(?![^\\n]*\\n\\s+Index Cond)`).test(plan)
-  ) {
-    return 'no';
-  }
-  return /order by "id"( desc| asc)? limit/i.test(query) ? 'page' : 'unbounded';
+  const walk = new RegExp(
+    `Index (?:Only )?Scan(?: Backward)? using ${table}_pkey on ${table} {2}\\(cost=\\S+ rows=(\\d+)[^\\n]*(\\n\\s+Index Cond)?`,
+  ).exec(plan);
+  if (!walk || walk[2] !== undefined) return 'no';
+  return /order by "id"( desc| asc)? limit/i.test(query) && Number(walk[1]) > LARGE_SORT ? 'page' : 'unbounded';
 }
 
 /** Equality checks an index on the second column serves as well as one on the first would. */
@@ -248,9 +251,9 @@ function unservedFilters(query: string, plan: string): string[] {
   // The comparisons of its WHERE (an UPDATE's SET assigns, it does not filter).
   const where = query.slice(query.search(/\swhere\s/i));
   const compared = new Set([...where.matchAll(/"(\w+)" = (?:\?|\$\d+)/g)].map((match) => match[1]!));
-  // A page of the account in id order, walked by the primary key until the page is full: the
-  // account is a check (PostgreSQL's plan when one account holds most of the table).
-  if (walksIds(query, plan, table) === 'page') compared.delete('account_id');
+  // A page in id order, walked by the primary key until it is full, where the filters keep most
+  // rows (PostgreSQL's plan when they do, as when one account holds most of the table).
+  if (walksIds(query, plan, table) === 'page') return [];
   const served = new Set<string>();
   let unique = false;
   if (testEngine === 'sqlite') {
@@ -269,7 +272,13 @@ function unservedFilters(query: string, plan: string): string[] {
       for (const match of condition[1]!.matchAll(/\((\w+) (?:[=<>]|= ANY)/g)) served.add(match[1]!);
     }
   }
-  if (unique || served.has('id')) return [];
+  // A range on a time (updated_at_min, an expired code's expires_at) selects the rows; the equal
+  // filters then check the few it finds.
+  const ranged =
+    testEngine === 'sqlite'
+      ? new RegExp(`^SEARCH ${table} USING [^\\n]*\\b(?!id\\b)\\w+[<>]`, 'm').test(plan)
+      : /Index Cond: [^\n]*\((?!id )\w+ [<>]/.test(plan);
+  if (unique || ranged || served.has('id')) return [];
   const unserved = [...compared].filter(
     (column) => !served.has(column) && !FOLLOWS.some(([checked, by]) => checked === column && served.has(by)),
   );

@@ -16,6 +16,8 @@ const INDEXES: readonly [name: string, table: string, columns: string[]][] = [
   ['reward_fulfillments_account_updated', 'reward_fulfillments', ['account_id', 'updated_at']],
   ['reward_fulfillments_account_status', 'reward_fulfillments', ['account_id', 'fulfillment_status', 'id']],
   ['reward_fulfillments_account_usage', 'reward_fulfillments', ['account_id', 'usage_status', 'id']],
+  // usage_status=expired: the codes past their expires_at (most codes never expire).
+  ['reward_fulfillments_account_expires', 'reward_fulfillments', ['account_id', 'expires_at']],
   ['activities_account', 'activities', ['account_id', 'id']],
   ['activities_account_updated', 'activities', ['account_id', 'updated_at']],
 ];
