@@ -54,8 +54,10 @@ export interface AccountsTable {
   earning_rules_version: Generated<number>;
   /** The VIP program's type (engine-contract.md, "VIP periods"). */
   vip_program: Generated<VipProgramType>;
-  /** Raised with every change of the type: customers placed for an older one are placed again. */
+  /** Raised with every change of the type or of the tiers' milestones: customers placed for an older one are placed again. */
   vip_program_version: Generated<number>;
+  /** The vip_program_version the account's last complete placement of its customers was made for. */
+  vip_placed_version: Generated<number>;
 }
 
 export type VipProgramType = 'all_time' | 'calendar_year' | 'rolling_12_months';

@@ -1,4 +1,4 @@
-import { type ExpressionBuilder, type Kysely, PostgresAdapter, sql, type Transaction } from 'kysely';
+import { type ExpressionBuilder, type Kysely, PostgresAdapter, type Transaction } from 'kysely';
 import { compiledQuery } from '../storage/compiled-query.js';
 import { isUniqueViolation } from '../storage/errors.js';
 import type { Database, VipProgramType, VipTierRow } from '../storage/schema.js';
@@ -83,7 +83,7 @@ function updateTierQuery(trx: Transaction<Database>, id: number, change: VipTier
     .returningAll();
 }
 
-/** Deletes a tier (move its customers out first: `assignAccountTiers` with it excluded). */
+/** Deletes a tier (move its customers out first: `findTierMembers`, then place them without it). */
 export async function deleteTier(trx: Transaction<Database>, id: number): Promise<void> {
   await trx.deleteFrom('vip_tiers').where('id', '=', id).execute();
 }
@@ -102,15 +102,14 @@ export async function lockAccountTiers(trx: Transaction<Database>, accountId: nu
 
 /**
  * The tier rule, in one place: a customer is in the tier with the highest milestone at or below
- * their points earned, or in none. `excluded`: a tier about to be deleted, which places no one.
+ * their points earned, or in none.
  */
-function tierOf(eb: ExpressionBuilder<Database, 'customers'>, excluded: number | null = null) {
+function tierOf(eb: ExpressionBuilder<Database, 'customers'>) {
   return eb
     .selectFrom('vip_tiers as tier')
     .select('tier.id')
     .whereRef('tier.account_id', '=', 'customers.account_id')
     .whereRef('tier.milestone', '<=', 'customers.points_earned')
-    .$if(excluded !== null, (q) => q.where('tier.id', '<>', excluded!))
     .orderBy('tier.milestone', 'desc')
     .limit(1);
 }
@@ -122,42 +121,6 @@ export interface StoredTierChange {
   readonly previousTierId: number | null;
   readonly currentTierId: number | null;
   readonly createdAt: number;
-}
-
-/**
- * Writes a change row for every customer of the account whose tier the rule now gives differs
- * from theirs, before `assignAccountTiers` moves them (it is the only statement that sees both
- * tiers): one INSERT … SELECT, ascending id. On PostgreSQL it locks those customers, so that what
- * it wrote is what the update that follows does (a concurrent credit waits, or is waited for and
- * then read). Call inside the transaction of the change, after `lockAccountTiers`.
- */
-export async function insertAccountTierChanges(
-  trx: Transaction<Database>,
-  accountId: number,
-  now: number,
-  excluded: number | null = null,
-): Promise<StoredTierChange[]> {
-  const moving = trx
-    .selectFrom('customers')
-    .select((eb) => [
-      'customers.account_id',
-      'customers.id',
-      'customers.vip_tier_id',
-      tierOf(eb, excluded).as('current_vip_tier_id'),
-      // Typed, or PostgreSQL takes a parameter in a select list for text.
-      sql<number>`cast(${now} as bigint)`.as('created_at'),
-    ])
-    .where('customers.account_id', '=', accountId)
-    .where((eb) => eb('customers.vip_tier_id', 'is distinct from', tierOf(eb, excluded)))
-    .$if(trx.getExecutor().adapter instanceof PostgresAdapter, (q) => q.forUpdate());
-  const rows = await trx
-    .insertInto('vip_tier_changes')
-    .columns(['account_id', 'customer_id', 'previous_vip_tier_id', 'current_vip_tier_id', 'created_at'])
-    .expression(moving)
-    .returning(['id', 'customer_id', 'previous_vip_tier_id', 'current_vip_tier_id', 'created_at'])
-    .execute();
-  // RETURNING's order is not promised on SQLite.
-  return rows.map(toStoredTierChange).sort((a, b) => a.id - b.id);
 }
 
 /** Writes one customer's move (after `assignCustomerTier` moved them). */
@@ -243,20 +206,6 @@ function toStoredTierChange(row: {
 }
 
 /**
- * Puts every customer of the account in the tier their points earned give them (after a tier
- * changed, or before `excluded` is deleted), touching only those whose tier changes. Call inside
- * the transaction of the change, after `insertAccountTierChanges`.
- */
-export async function assignAccountTiers(
-  trx: Transaction<Database>,
-  accountId: number,
-  now: number,
-  excluded: number | null = null,
-): Promise<void> {
-  await tiersUpdate(trx, now, excluded).where('account_id', '=', accountId).execute();
-}
-
-/**
  * Puts one customer in the tier their points earned give them (after a ledger change, or as a
  * new customer): their new tier when it changed, undefined when they stay where they were. Call
  * inside the transaction of the change.
@@ -271,11 +220,11 @@ export async function assignCustomerTier(
 }
 
 /** The UPDATE of the assignments, for the customers a WHERE added to it names. */
-function tiersUpdate(db: Kysely<Database>, now: number, excluded: number | null = null) {
+function tiersUpdate(db: Kysely<Database>, now: number) {
   return db
     .updateTable('customers')
-    .set((eb) => ({ vip_tier_id: tierOf(eb, excluded), updated_at: now }))
-    .where((eb) => eb('vip_tier_id', 'is distinct from', tierOf(eb, excluded)));
+    .set((eb) => ({ vip_tier_id: tierOf(eb), updated_at: now }))
+    .where((eb) => eb('vip_tier_id', 'is distinct from', tierOf(eb)));
 }
 
 /** assignCustomerTier for many customers in one statement: those it moved, with their new tier. */
@@ -308,6 +257,8 @@ function toVipTier(row: VipTierRow): VipTier {
 export interface StoredProgram {
   readonly type: VipProgramType;
   readonly version: number;
+  /** The version the last complete placement of the account's customers was made for. */
+  readonly placedVersion: number;
   readonly tiers: VipTier[];
 }
 
@@ -332,7 +283,12 @@ export async function findProgram(db: Kysely<Database>, accountId: number): Prom
           }),
         ],
   );
-  return { type: first.vip_program, version: Number(first.vip_program_version), tiers };
+  return {
+    type: first.vip_program,
+    version: Number(first.vip_program_version),
+    placedVersion: Number(first.vip_placed_version),
+    tiers,
+  };
 }
 
 const findProgramQuery = compiledQuery((db, v: { accountId: number }) =>
@@ -342,6 +298,7 @@ const findProgramQuery = compiledQuery((db, v: { accountId: number }) =>
     .select([
       'accounts.vip_program',
       'accounts.vip_program_version',
+      'accounts.vip_placed_version',
       'vip_tiers.id',
       'vip_tiers.name',
       'vip_tiers.image_url',
@@ -369,6 +326,78 @@ export async function updateProgramType(
     .returning('vip_program_version')
     .executeTakeFirst();
   return row && Number(row.vip_program_version);
+}
+
+/**
+ * Raises the account's program version (its tiers changed): every customer is due to be placed
+ * again for the new one. Answers the new version.
+ */
+export async function raiseProgramVersion(trx: Transaction<Database>, accountId: number): Promise<number> {
+  const row = await trx
+    .updateTable('accounts')
+    .set((eb) => ({ vip_program_version: eb('vip_program_version', '+', 1) }))
+    .where('id', '=', accountId)
+    .returning('vip_program_version')
+    .executeTakeFirstOrThrow();
+  return Number(row.vip_program_version);
+}
+
+/**
+ * Records that every customer of the account is placed for `version`, unless the program changed
+ * again meanwhile (a newer version is not placed yet).
+ */
+export async function markPlaced(trx: Transaction<Database>, accountId: number, version: number): Promise<void> {
+  await trx
+    .updateTable('accounts')
+    .set({ vip_placed_version: version })
+    .where('id', '=', accountId)
+    .where('vip_program_version', '=', version)
+    .where('vip_placed_version', '<>', version)
+    .execute();
+}
+
+/** Up to `limit` ids of the tier's customers, ascending (through customers_vip_tier). */
+export async function findTierMembers(db: Kysely<Database>, tierId: number, limit: number): Promise<number[]> {
+  const rows = await db
+    .selectFrom('customers')
+    .select('id')
+    .where('vip_tier_id', '=', tierId)
+    .orderBy('id')
+    .limit(limit)
+    .execute();
+  return rows.map((row) => Number(row.id));
+}
+
+/**
+ * Writes an all-time placement for these customers in one statement: in `vipTierId`, the period
+ * columns cleared, placed for `version`; `now`: their updated_at moves too (their tier or shown
+ * placement changed), null: only the version is written.
+ */
+export async function storeAllTimePlacements(
+  trx: Transaction<Database>,
+  customerIds: readonly number[],
+  placement: { vipTierId: number | null; version: number },
+  now: number | null,
+): Promise<void> {
+  if (customerIds.length === 0) return;
+  await trx
+    .updateTable('customers')
+    .set(
+      now === null
+        ? { vip_program_version: placement.version }
+        : {
+            vip_tier_id: placement.vipTierId,
+            vip_progress: 0,
+            vip_tier_expires_at: null,
+            vip_period_end: null,
+            vip_retain_delta: null,
+            vip_recheck_at: null,
+            vip_program_version: placement.version,
+            updated_at: now,
+          },
+    )
+    .where('id', 'in', customerIds)
+    .execute();
 }
 
 /** The earnings of these customers from `fromDay` on, by customer, ascending day. */
@@ -449,14 +478,16 @@ export async function countCustomersToPlace(db: Kysely<Database>, accountId: num
 }
 
 /**
- * Accounts the periods job looks at: those whose program is a period one, and those whose type
- * ever changed (customers placed for an older version may be left there).
+ * Accounts the periods job looks at: those whose program is a period one, and those whose last
+ * placement did not finish (customers placed for an older version may be left there).
  */
 export async function findPeriodAccounts(db: Kysely<Database>): Promise<{ accountId: number; version: number }[]> {
   const rows = await db
     .selectFrom('accounts')
     .select(['id', 'vip_program_version'])
-    .where((eb) => eb.or([eb('vip_program', '<>', 'all_time'), eb('vip_program_version', '>', 0)]))
+    .where((eb) =>
+      eb.or([eb('vip_program', '<>', 'all_time'), eb('vip_placed_version', '<>', eb.ref('vip_program_version'))]),
+    )
     .orderBy('id')
     .execute();
   return rows.map((row) => ({ accountId: Number(row.id), version: Number(row.vip_program_version) }));

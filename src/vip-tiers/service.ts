@@ -21,7 +21,6 @@ import {
 } from './periods.js';
 import {
   addEarnings,
-  assignAccountTiers,
   assignCustomersTiers,
   assignCustomerTier,
   countCustomersToPlace,
@@ -31,15 +30,19 @@ import {
   findPeriodAccounts,
   findProgram,
   findTier,
-  insertAccountTierChanges,
+  findTierMembers,
   insertTier,
   insertTierChange,
   insertTierChanges,
+  type LockedPlacement,
   listTiers,
   lockAccountTiers,
   lockPlacements,
+  markPlaced,
+  raiseProgramVersion,
   type StoredProgram,
   type StoredTierChange,
+  storeAllTimePlacements,
   storePlacement,
   updateProgramType,
   updateTier,
@@ -95,13 +98,15 @@ const READ_BATCH = 1000;
 /** Customers placed per transaction: short ones, that never hold the API back for long. */
 const WRITE_BATCH = 200;
 
-const NO_PROGRAM: StoredProgram = { type: 'all_time', version: 0, tiers: [] };
+const NO_PROGRAM: StoredProgram = { type: 'all_time', version: 0, placedVersion: 0, tiers: [] };
 
 /**
  * VIP tiers of an all-time program: a customer is in the tier with the highest milestone at or
- * below their points earned. Every change to the tiers places the account's customers again in
- * the same transaction. Every move writes a `vip_tier_changes` row and a `customer.vip_tier_changed`
- * event in the transaction that made it.
+ * below their points earned. A change to the tiers is committed first, then the account's
+ * customers are placed again a batch per transaction, so that placing a million customers never
+ * holds the account's writes back for long; the periods job finishes a placement whose process
+ * died part-way. Every move writes a `vip_tier_changes` row and a `customer.vip_tier_changed` event
+ * in the transaction that made it.
  */
 export class VipTiersService {
   /** The account's program as each unit of work first read it (a work that credits reads it once). */
@@ -239,41 +244,68 @@ export class VipTiersService {
     this.events.record(w, accountId, 'customer.vip_tier_changed', { vip_tier_change: move.change });
   }
 
-  /** Creates a tier and places the account's customers again. */
-  async create(accountId: number, input: unknown): Promise<VipTier> {
+  /**
+   * Creates a tier, then places the account's customers again, a batch per transaction;
+   * `progress` hears after each batch.
+   */
+  async create(accountId: number, input: unknown, progress?: (run: PlacementRun) => void): Promise<VipTier> {
     const tier = validate(VipTierInput, input, 'vip_tier');
     await this.accounts.require(accountId);
-    return this.uow.run(async (w) => {
+    const created = await this.uow.run(async (w) => {
       await lockAccountTiers(w.trx, accountId);
-      const created = await insertTier(w.trx, accountId, tier, w.now);
-      if (!created) throw milestoneTaken(tier.milestone);
-      await this.placeAll(w, accountId);
-      return created;
+      const inserted = await insertTier(w.trx, accountId, tier, w.now);
+      if (!inserted) throw milestoneTaken(tier.milestone);
+      await raiseProgramVersion(w.trx, accountId);
+      return inserted;
     });
+    await this.placeAgain(accountId, progress);
+    return created;
   }
 
-  /** Changes the fields given and places the account's customers again; `404` for an unknown id. */
-  async update(id: number, input: unknown): Promise<VipTier> {
+  /**
+   * Changes the fields given; a new milestone then places the account's customers again, a batch
+   * per transaction (`progress` hears after each). `404` for an unknown id.
+   */
+  async update(id: number, input: unknown, progress?: (run: PlacementRun) => void): Promise<VipTier> {
     const change = validate(VipTierPatch, input, 'vip_tier');
-    return this.uow.run(async (w) => {
+    const { updated, accountId, moves } = await this.uow.run(async (w) => {
       const existing = await this.require(w, id);
-      const updated = await updateTier(w.trx, id, change, w.now);
-      if (updated === 'milestone_taken') throw milestoneTaken(change.milestone ?? 0);
-      if (!updated) throw notFound(`VIP tier ${id} does not exist`);
-      await this.placeAll(w, existing.accountId);
-      return updated;
+      const stored = await updateTier(w.trx, id, change, w.now);
+      if (stored === 'milestone_taken') throw milestoneTaken(change.milestone ?? 0);
+      if (!stored) throw notFound(`VIP tier ${id} does not exist`);
+      const moved = stored.milestone !== existing.milestone;
+      if (moved) await raiseProgramVersion(w.trx, existing.accountId);
+      return { updated: stored, accountId: existing.accountId, moves: moved };
     });
+    if (moves) await this.placeAgain(accountId, progress);
+    return updated;
   }
 
-  /** Deletes a tier; its customers move to the tier their points earned give them. */
-  async delete(id: number): Promise<{ deleted: true }> {
-    await this.uow.run(async (w) => {
-      const existing = await this.require(w, id);
-      // Moved out before the tier goes: its row names their previous tier in the changes, and the
-      // foreign key's ON DELETE SET NULL would otherwise move them to no tier unseen.
-      await this.placeAll(w, existing.accountId, id);
-      await deleteTier(w.trx, id);
-    });
+  /**
+   * Deletes a tier: its customers first move to the tier their points earned give them without
+   * it, a batch per transaction (`progress` hears after each), then the tier goes, in the
+   * transaction that finds it empty. `404` for an unknown id.
+   */
+  async delete(id: number, progress?: (run: PlacementRun) => void): Promise<{ deleted: true }> {
+    const { accountId } = await this.uow.run((w) => this.require(w, id));
+    const run = { placed: 0, moved: 0 };
+    for (let emptied = false; !emptied; ) {
+      emptied = await this.uow.run(async (w) => {
+        await lockAccountTiers(w.trx, accountId);
+        if (!(await findTier(w.trx, id))) return true;
+        const members = await findTierMembers(w.trx, id, WRITE_BATCH);
+        if (members.length === 0) {
+          await deleteTier(w.trx, id);
+          return true;
+        }
+        // Moved out before the tier goes: its row names their previous tier in the changes, and the
+        // foreign key's ON DELETE SET NULL would otherwise move them to no tier unseen.
+        run.moved += await this.placeBatch(w, accountId, await findProgram(w.trx, accountId), members, id);
+        run.placed += members.length;
+        return false;
+      });
+      if (!emptied) progress?.({ ...run });
+    }
     return { deleted: true };
   }
 
@@ -352,7 +384,10 @@ export class VipTiersService {
       if (performance.now() > until) return false;
       const { version } = await this.program(accountId);
       const due = await findCustomerIds(this.db, accountId, after, READ_BATCH, { version, now: this.clock.now() });
-      if (due.length === 0) return true;
+      if (due.length === 0) {
+        await this.uow.run((w) => markPlaced(w.trx, accountId, version));
+        return true;
+      }
       after = due[due.length - 1]!;
       for (let i = 0; i < due.length; i += WRITE_BATCH) {
         const batch = due.slice(i, i + WRITE_BATCH);
@@ -381,20 +416,15 @@ export class VipTiersService {
     if (!program) return 0;
     const tiers = program.tiers.filter((tier) => tier.id !== excluded);
     const rows = await lockPlacements(w.trx, accountId, ids);
-    const earnings =
-      program.type === 'all_time'
-        ? new Map()
-        : await findEarnings(
-            w.trx,
-            rows.map((row) => row.id),
-            earningsFrom(program.type, w.now),
-          );
+    if (program.type === 'all_time') return this.placeAllTime(w, accountId, program, tiers, rows);
+    const earnings = await findEarnings(
+      w.trx,
+      rows.map((row) => row.id),
+      earningsFrom(program.type, w.now),
+    );
     let moved = 0;
     for (const row of rows) {
-      const placement =
-        program.type === 'all_time'
-          ? allTimePlacement(tiers, row.pointsEarned, program.version)
-          : periodPlacement({ ...program, tiers }, program.type, w.now, earnings.get(row.id) ?? []);
+      const placement = periodPlacement({ ...program, tiers }, program.type, w.now, earnings.get(row.id) ?? []);
       if (samePlacement(placement, row)) continue;
       await storePlacement(w.trx, row.id, placement, w.now);
       if (placement.vipTierId === row.vipTierId) continue;
@@ -406,30 +436,48 @@ export class VipTiersService {
   }
 
   /**
-   * Places every customer of the account again (but in `excluded`). An all-time program's are
-   * placed set-based: the change rows of those who move (one INSERT … SELECT), then their update
-   * (one UPDATE), then one event each, in ascending change id; nothing more when no one moves. A
-   * period program's are placed by its rules, a thousand at a time, in the same transaction.
+   * `placeBatch` for an all-time program, set-based: the change rows of those who move (one
+   * INSERT), one UPDATE per tier they land in, one UPDATE of the version alone for those whose
+   * placement does not change (their updated_at stays), then one event per move in change order.
    */
-  private async placeAll(w: Work, accountId: number, excluded: number | null = null): Promise<void> {
-    const program = await findProgram(w.trx, accountId);
-    if (program && program.type !== 'all_time') {
-      for (let after = 0; ; ) {
-        const ids = await findCustomerIds(w.trx, accountId, after, READ_BATCH);
-        if (ids.length === 0) return;
-        await this.placeBatch(w, accountId, program, ids, excluded);
-        after = ids[ids.length - 1]!;
+  private async placeAllTime(
+    w: Work,
+    accountId: number,
+    program: StoredProgram,
+    tiers: readonly VipTier[],
+    rows: readonly LockedPlacement[],
+  ): Promise<number> {
+    const landing = new Map<number | null, number[]>();
+    const versionOnly: number[] = [];
+    const moving: { customerId: number; previousTierId: number | null; currentTierId: number | null }[] = [];
+    for (const row of rows) {
+      const placement = allTimePlacement(tiers, row.pointsEarned, program.version);
+      if (samePlacement(placement, row)) continue;
+      if (samePlacement(placement, { ...row, vipProgramVersion: program.version })) {
+        versionOnly.push(row.id);
+        continue;
+      }
+      const ids = landing.get(placement.vipTierId) ?? [];
+      if (ids.length === 0) landing.set(placement.vipTierId, ids);
+      ids.push(row.id);
+      if (placement.vipTierId !== row.vipTierId) {
+        moving.push({ customerId: row.id, previousTierId: row.vipTierId, currentTierId: placement.vipTierId });
       }
     }
-    const changes = await insertAccountTierChanges(w.trx, accountId, w.now, excluded);
-    if (changes.length === 0) return;
-    await assignAccountTiers(w.trx, accountId, w.now, excluded);
-    const tiers = await listTiers(w.trx, accountId);
+    const changes = await insertTierChanges(
+      w.trx,
+      moving.map((move) => ({ ...move, accountId, now: w.now })),
+    );
+    for (const [vipTierId, ids] of landing) {
+      await storeAllTimePlacements(w.trx, ids, { vipTierId, version: program.version }, w.now);
+    }
+    await storeAllTimePlacements(w.trx, versionOnly, { vipTierId: null, version: program.version }, null);
     for (const change of changes) {
       this.events.record(w, accountId, 'customer.vip_tier_changed', {
-        vip_tier_change: toVipTierChange(change, tiers),
+        vip_tier_change: toVipTierChange(change, program.tiers),
       });
     }
+    return changes.length;
   }
 
   /** The tier, with its account's tiers locked for this transaction; `404` for an unknown id. */

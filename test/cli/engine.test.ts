@@ -121,6 +121,13 @@ describe('loyalty activity-types / vip-tiers / points-settings / customers set-s
     expect(await ok(['vip-tiers', 'delete', String(gold.id)])).toEqual({ deleted: true });
     expect((await fails(['vip-tiers', 'delete', String(gold.id)])).code).toBe('not_found');
     expect(await ok(['vip-tiers', 'list', '--account', account])).toHaveLength(1);
+
+    // Without --json, a change that places customers tells its progress on stderr.
+    await ok(['customers', 'create', '--account', account, '--email', 'jo@example.com']);
+    const text = await loyaltyInProcess(['vip-tiers', 'update', String(silver.id), '--milestone', '0'], env);
+    expect(text.code).toBe(0);
+    expect(text.stdout).toBe(`VIP tier ${silver.id} updated: Bronze from 0 points\n`);
+    expect(text.stderr).toBe('\rplacing customers again: 1 placed, 1 moved to another tier\n');
   });
 
   it('sets the points settings and sets customer states', async () => {

@@ -5,12 +5,42 @@ import type { StoredPointsProduct } from '../../points-products/service.js';
 import type { RewardFulfillment } from '../../reward-fulfillments/schemas.js';
 import { VIP_PROGRAM_TYPES } from '../../vip-tiers/periods.js';
 import type { VipTier } from '../../vip-tiers/schemas.js';
+import type { PlacementRun } from '../../vip-tiers/service.js';
 import { lines, pageLimit, parseId, readJsonFile, run } from '../context.js';
 
 // The points engine's commands: activity types, customer states, VIP tiers, points settings and
 // points products.
 
 const collect = (value: string, previous: string[] = []) => [...previous, value];
+
+/**
+ * What a tier change prints while it places the account's customers again, a batch at a time:
+ * a progress line on stderr, unless the output is --json; call `done` once it is over.
+ */
+function placingProgress(cmd: Command): { progress: (run: PlacementRun) => void; done: () => void } {
+  const quiet = Boolean(cmd.optsWithGlobals().json);
+  let shown = false;
+  return {
+    progress: ({ placed, moved }) => {
+      if (quiet) return;
+      shown = true;
+      process.stderr.write(`\rplacing customers again: ${placed} placed, ${moved} moved to another tier`);
+    },
+    done: () => {
+      if (shown) process.stderr.write('\n');
+    },
+  };
+}
+
+/** Runs a tier change with `placingProgress`. */
+async function placing<T>(cmd: Command, change: (progress: (run: PlacementRun) => void) => Promise<T>): Promise<T> {
+  const { progress, done } = placingProgress(cmd);
+  try {
+    return await change(progress);
+  } finally {
+    done();
+  }
+}
 
 /** A number option as a number when it reads as one; otherwise as given, for the schema to refuse by name. */
 function numeric(value: string | undefined): number | string | undefined {
@@ -95,7 +125,9 @@ export function registerVipTierCommands(program: Command): void {
   });
   tiers
     .command('create')
-    .description('create a tier: customers whose points earned reach its milestone move into it')
+    .description(
+      'create a tier: customers whose points earned reach its milestone move into it (a batch per transaction; progress on stderr without --json)',
+    )
     .requiredOption('--account <id>', 'the account')
     .requiredOption('--name <name>', 'display name (1 to 255 characters)')
     .requiredOption(
@@ -107,7 +139,10 @@ export function registerVipTierCommands(program: Command): void {
     .action((opts: TierOptions, cmd: Command) =>
       run(
         cmd,
-        ({ services }) => services.vipTiers.create(parseId(opts.account, 'account'), fields(opts)),
+        ({ services }) =>
+          placing(cmd, (progress) =>
+            services.vipTiers.create(parseId(opts.account, 'account'), fields(opts), progress),
+          ),
         (tier: VipTier) => `created VIP tier ${tier.id}: ${tier.name} from ${tier.milestone} points`,
       ),
     );
@@ -126,7 +161,9 @@ export function registerVipTierCommands(program: Command): void {
     );
   tiers
     .command('update')
-    .description('change a tier (the fields given); customers are placed again')
+    .description(
+      'change a tier (the fields given); a new milestone places customers again (a batch per transaction; progress on stderr without --json)',
+    )
     .argument('<id>', 'the tier id')
     .option('--name <name>', 'display name')
     .option('--milestone <points>', 'points earned from which a customer is in the tier')
@@ -135,7 +172,7 @@ export function registerVipTierCommands(program: Command): void {
     .action((id: string, opts: Omit<TierOptions, 'account'>, cmd: Command) =>
       run(
         cmd,
-        ({ services }) => services.vipTiers.update(parseId(id), fields(opts)),
+        ({ services }) => placing(cmd, (progress) => services.vipTiers.update(parseId(id), fields(opts), progress)),
         (tier: VipTier) => `VIP tier ${tier.id} updated: ${tier.name} from ${tier.milestone} points`,
       ),
     );
@@ -166,12 +203,14 @@ export function registerVipTierCommands(program: Command): void {
     );
   tiers
     .command('delete')
-    .description('delete a tier; its customers move to the tier their points earned give them')
+    .description(
+      'delete a tier; its customers first move to the tier their points earned give them (a batch per transaction; progress on stderr without --json)',
+    )
     .argument('<id>', 'the tier id')
     .action((id: string, _opts, cmd: Command) =>
       run(
         cmd,
-        ({ services }) => services.vipTiers.delete(parseId(id)),
+        ({ services }) => placing(cmd, (progress) => services.vipTiers.delete(parseId(id), progress)),
         () => `VIP tier ${id} deleted`,
       ),
     );
