@@ -386,8 +386,11 @@ export class CustomersService {
     return new Map(customers.map((customer) => [customer.id, customer]));
   }
 
-  /** Records an imported customer's `customer.created` or `customer.updated`, showing them as the import left them. */
-  async announceImported(w: Work, customer: StoredCustomer, created: boolean): Promise<void> {
+  /**
+   * Records a customer's `customer.created` (a new one, of `insertPlaced` or an import) or
+   * `customer.updated` (an imported change), showing them as the work left them.
+   */
+  async announce(w: Work, customer: StoredCustomer, created: boolean): Promise<void> {
     const type = created ? 'customer.created' : 'customer.updated';
     this.events.record(w, customer.accountId, type, { customer: await this.shownIn(w, customer) });
   }
@@ -422,7 +425,7 @@ export class CustomersService {
     const { fields: placement, move } = await this.vipTiers.place(w, inserted);
     // The placement sets updated_at to the work's time too, which the insert already wrote.
     const created = { ...inserted, ...placement };
-    this.events.record(w, accountId, 'customer.created', { customer: await this.shownIn(w, created) });
+    await this.announce(w, created, true);
     if (move) this.vipTiers.announce(w, accountId, move);
     return created;
   }

@@ -613,7 +613,7 @@ export class ImportsService {
     const entryOf = new Map(entries.map((entry) => [entry.customer_id, entry]));
     for (const customer of customers) {
       const now = after.get(customer.id)!;
-      if (announced.has(customer.id)) await this.customers.announceImported(w, now, created.has(customer.id));
+      if (announced.has(customer.id)) await this.customers.announce(w, now, created.has(customer.id));
       const entry = entryOf.get(customer.id);
       if (entry) await this.ledger.announce(w, entry, now);
       const move = moves.get(customer.id);

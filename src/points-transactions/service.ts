@@ -115,10 +115,7 @@ export class PointsTransactionsService {
       updatedAt: w.now,
       lastActiveAt: Math.max(customer.lastActiveAt ?? w.now, w.now),
     };
-    this.events.record(w, customer.accountId, 'points_transaction.created', {
-      points_transaction: transaction,
-      customer: await this.customers.shownIn(w, after),
-    });
+    await this.announce(w, transaction, after);
     if (placed?.move) this.vipTiers.announce(w, customer.accountId, placed.move);
     return { transaction, customer: after };
   }
@@ -158,7 +155,7 @@ export class PointsTransactionsService {
     return insertPointsTransactions(w.trx, rows);
   }
 
-  /** Records `points_transaction.created` for an entry of creditMany, showing `customer` as the work left them. */
+  /** Records `points_transaction.created` for an entry (of `post` or creditMany), showing `customer` as the work left them. */
   async announce(w: Work, transaction: PointsTransaction, customer: LockedCustomer): Promise<void> {
     this.events.record(w, customer.accountId, 'points_transaction.created', {
       points_transaction: transaction,
