@@ -7,7 +7,9 @@
 //   better-sqlite3 in a loop with one durable commit each (SQLite), or by pgbench as a custom
 //   script at the same concurrency (PostgreSQL); on PostgreSQL also the Node floor (bench/floor.ts:
 //   Fastify and pg running the same statements, nothing else).
-// Server CPU per request (µs) for every scenario, and on PostgreSQL the database's too.
+// Server CPU per request (µs) for every scenario, and on PostgreSQL the database's too. Then the
+// growth scenarios (./limits/growth.ts, issue 33): every engine route on a program after a year
+// against an empty account, and a VIP tier change over a million customers while writes go on.
 // Settings: BENCH_DURATION (s, default 8), BENCH_RUNS (3), BENCH_ENGINES ("sqlite,postgres"),
 // BENCH_DATABASE_URL. Writes docs/benchmarks.md. BENCH_ONLY (comma-separated parts of scenario
 // names, e.g. "purchases,WORKERS=2") runs only the scenarios it names, with their ceilings, and
@@ -15,12 +17,14 @@
 // It installs nothing: wrk (Debian's `wrk`) and, for PostgreSQL, pgbench (Debian's `postgresql`)
 // must be there, or it stops before starting and names them (./limits/tools.ts).
 // The parts, in bench/limits/: settings, tools, cpu (CPU accounting from /proc), measure (wrk
-// runs), capture (a write route's statements), service (the service's figures), ceilings, report.
+// runs), capture (a write route's statements), service (the service's figures), ceilings, growth,
+// report; the growth data is built (and kept between runs) by bench/growth-data.ts.
 import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
 import { captureWrites, hookDrivers } from './limits/capture.js';
 import { nodeFloors, readCeilings, writeCeilings } from './limits/ceilings.js';
+import { growthFigures } from './limits/growth.js';
 import { type EngineReport, writeLimitsReport } from './limits/report.js';
 import { serviceFigures } from './limits/service.js';
 import { DATA, ENGINES, log, ONLY } from './limits/settings.js';
@@ -47,7 +51,8 @@ async function benchEngine(engine: 'sqlite' | 'postgres'): Promise<EngineReport>
   const { reads, writes, withEndpoint, deliveries } = await serviceFigures(engine, url, setup);
   const writeCeilingRows = await writeCeilings(engine, url, captured);
   const writeFloors = engine === 'postgres' ? await nodeFloors(url, setup, captured) : [];
-  return { engine, reads, writes, writeCeilings: writeCeilingRows, writeFloors, withEndpoint, deliveries };
+  const growth = await growthFigures(engine);
+  return { engine, reads, writes, writeCeilings: writeCeilingRows, writeFloors, withEndpoint, deliveries, growth };
 }
 
 async function main(): Promise<void> {

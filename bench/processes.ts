@@ -113,7 +113,7 @@ export async function startService(
       WORKERS: String(workers),
       RATE_LIMIT_PER_SECOND: '0',
       AUTH_FAILURES_PER_MINUTE: '0',
-      // The same level as the ceiling: no line per request (see docs/scenarios.md).
+      // The same level as the read ceilings: no line per request.
       LOG_LEVEL: 'warn',
       PORT: String(port),
       ...env,

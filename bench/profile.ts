@@ -11,11 +11,9 @@ import { mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { receiver } from './limits/webhooks.js';
-import { freshPostgresSchema, ROOT, startService } from './processes.js';
-import { seed } from './seed.js';
+import { ROOT, startService } from './processes.js';
 import { prepare, writeScenarios } from './write-scenarios.js';
 
-const SCHEMA = 'loyalty_profile';
 const DURATION = Number(process.env.BENCH_DURATION ?? 10);
 
 interface CpuProfile {
@@ -79,15 +77,13 @@ async function main(): Promise<void> {
   rmSync(dataDir, { recursive: true, force: true });
   mkdirSync(dataDir, { recursive: true });
   const write = route.startsWith('/') ? undefined : route;
-  let url: string;
   let target: (base: string) => autocannon.Options;
+  const prepared = await prepare(engine as 'sqlite' | 'postgres', dataDir, () => {});
+  const url = prepared.url;
   if (write === undefined) {
-    url = engine === 'sqlite' ? `sqlite:${join(dataDir, 'profile.db')}` : await freshPostgresSchema(SCHEMA);
-    const data = await seed(url, () => {}, 2000);
-    target = (base) => ({ url: `${base}${route}`, headers: { authorization: `Bearer ${data.base.apiKey}` } });
+    const key = prepared.setup.account.apiKey;
+    target = (base) => ({ url: `${base}${route}`, headers: { authorization: `Bearer ${key}` } });
   } else {
-    const prepared = await prepare(engine as 'sqlite' | 'postgres', dataDir, () => {});
-    url = prepared.url;
     const scenario = writeScenarios(prepared.setup).find((s) => s.name.startsWith(write));
     if (!scenario) throw new Error(`no write scenario named ${write}: create_or_update, activities or purchases`);
     let n = 0;

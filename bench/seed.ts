@@ -2,10 +2,8 @@
 // (so every row is valid), and bulk identities through one SQL statement per table.
 import { sql } from 'kysely';
 import { ALL_SCOPES } from '../src/auth/scopes.js';
-import { systemClock } from '../src/clock.js';
-import { createServices, type Services } from '../src/services.js';
-import { type Db, openDb } from '../src/storage/db.js';
-import { migrateToLatest } from '../src/storage/migrator.js';
+import type { Services } from '../src/services.js';
+import type { Db } from '../src/storage/db.js';
 
 export interface BenchAccount {
   accountId: number;
@@ -18,15 +16,6 @@ export interface BenchAccount {
   activityToken: string;
   /** The id of one of the account's customers, for any integer. */
   customerId: (i: number) => number;
-}
-
-export interface BenchData {
-  /** 5,100 rules (so page 100 exists), 1,000 identities. */
-  base: BenchAccount;
-  /** 50 rules, 1,000 identities: the "empty" account of the scale comparison. */
-  empty: BenchAccount;
-  /** 10,000 rules and 1,000,000 identities. */
-  large: BenchAccount;
 }
 
 const REFERRAL_SETTINGS = {
@@ -131,33 +120,4 @@ export async function seedAccount(
     activityToken: order.token,
     customerId: (i) => first + (i % customerCount),
   };
-}
-
-/**
- * Leaves PostgreSQL as a database that has held this data for a while, not one that was just
- * bulk-loaded. Right after the load, the first read of each new row sets its hint bits (a write),
- * autovacuum works through the new rows on the same two cores, and the load's dirty buffers are
- * still being checkpointed: measured that way, create_or_update against the 1,000,000 identities
- * paid for the load (0.85 heap and 1.65 index blocks read, 1.6 buffers written by the backend
- * and 0.67 full-page images per request) and ran at 0.76 of the empty account.
- */
-async function settle(db: Db): Promise<void> {
-  await sql`vacuum analyze`.execute(db.kysely);
-  await sql`checkpoint`.execute(db.kysely);
-}
-
-/** Creates the benchmark's accounts in a fresh database at `url`. */
-export async function seed(url: string, log: (line: string) => void, largeIdentities = 1_000_000): Promise<BenchData> {
-  const db = openDb(url, { sqliteSynchronous: 'NORMAL', poolMax: 4 });
-  try {
-    await migrateToLatest(db);
-    const services = createServices(db, { clock: systemClock, accessTokenTtlSeconds: 86_400 });
-    const base = await seedAccount(services, db, 'Bench base', 5100, 1000, log);
-    const empty = await seedAccount(services, db, 'Bench empty', 50, 1000, log);
-    const large = await seedAccount(services, db, 'Bench large', 10_000, largeIdentities, log);
-    if (db.dialect === 'postgres') await settle(db);
-    return { base, empty, large };
-  } finally {
-    await db.close();
-  }
 }

@@ -23,7 +23,7 @@ end
 done = function(summary, latency, requests)
   local e = summary.errors
   io.write(string.format(
-    'RESULT {"requests":%d,"duration_us":%d,"errors":%d,"non2xx":%d,"p50_us":%d,"p99_us":%d}\n',
+    'RESULT {"requests":%d,"duration_us":%d,"errors":%d,"non2xx":%d,"p50_us":%d,"p99_us":%d,"max_us":%d}\n',
     summary.requests, summary.duration, e.connect + e.read + e.write + e.timeout, e.status,
-    latency:percentile(50), latency:percentile(99)))
+    latency:percentile(50), latency:percentile(99), latency.max))
 end

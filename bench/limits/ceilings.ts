@@ -10,11 +10,10 @@ import { join } from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
 import { startProcess, stopChild } from '../processes.js';
 import { CODE, EVENT_ID, MARK, REFERRAL_CODE, remember, type Statement, vary } from '../replay.js';
-import { median } from '../results.js';
 import { SEEDED_DISTINCT_ID } from '../seed.js';
 import { CUSTOMER_ID_BASE, CUSTOMERS, type Setup, writeScenarios } from '../write-scenarios.js';
 import { postgresTicks, TICK_US } from './cpu.js';
-import { measure, present, type Row, settle } from './measure.js';
+import { measure, median, present, type Row, settle } from './measure.js';
 import { CONNECTIONS, DATA, DURATION, log, RUNS, wanted } from './settings.js';
 
 /** A write route's ceiling: commits (SQLite) or pgbench transactions (PostgreSQL) per second. */

@@ -5,7 +5,6 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
 import { PG_URL, ROOT } from '../processes.js';
-import { median } from '../results.js';
 import { cpuTicks, machineTicks, postgresTicks, sumTicks, TICK_US } from './cpu.js';
 import { CONNECTIONS, DATA, DURATION, log, RUNS, WARMUP, wanted } from './settings.js';
 import { WRK } from './tools.js';
@@ -14,6 +13,8 @@ export interface Figures {
   rps: number;
   p50: number;
   p99: number;
+  /** The slowest request, ms. */
+  max: number;
   failures: number;
   /** Server CPU per request, µs (every process of the service). */
   serverUs: number;
@@ -39,8 +40,17 @@ export interface Load {
 
 let runNumber = 0;
 
-/** One wrk run of `seconds` against `load`, with the CPU of `pids` (and PostgreSQL's) meanwhile. */
-async function wrk(load: Load, seconds: number, pids: () => number[], database: boolean): Promise<Figures> {
+/**
+ * One wrk run of `seconds` against `load` (CONNECTIONS unless `connections` says), with the CPU of
+ * `pids` (and PostgreSQL's) meanwhile.
+ */
+export async function wrk(
+  load: Load,
+  seconds: number,
+  pids: () => number[],
+  database: boolean,
+  connections = CONNECTIONS,
+): Promise<Figures> {
   const run = ++runNumber;
   const bodiesFile = join(DATA, 'bodies.txt');
   if (load.bodies) writeFileSync(bodiesFile, `${load.bodies(run).join('\n')}\n`);
@@ -51,7 +61,7 @@ async function wrk(load: Load, seconds: number, pids: () => number[], database: 
   const db = database ? postgresTicks() : 0;
   const child = spawn(
     WRK,
-    ['-t1', `-c${CONNECTIONS}`, `-d${seconds}s`, '-s', join(ROOT, 'bench', 'wrk.lua'), load.url],
+    ['-t1', `-c${connections}`, `-d${seconds}s`, '-s', join(ROOT, 'bench', 'wrk.lua'), load.url],
     {
       env: {
         ...process.env,
@@ -81,11 +91,19 @@ async function wrk(load: Load, seconds: number, pids: () => number[], database: 
     rps: requests / duration,
     p50: (result.p50_us ?? 0) / 1000,
     p99: (result.p99_us ?? 0) / 1000,
+    max: (result.max_us ?? 0) / 1000,
     failures: (result.errors ?? 0) + (result.non2xx ?? 0),
     serverUs: ((sumTicks(pids()) - server) * TICK_US) / requests,
     ...(database ? { databaseUs: ((postgresTicks() - db) * TICK_US) / requests } : {}),
     loaderCores: (loaderTicks * TICK_US) / 1e6 / duration,
   };
+}
+
+/** The median of a run's figures (the mean of the middle two for an even count). */
+export function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? (sorted[mid] ?? 0) : ((sorted[mid - 1] ?? 0) + (sorted[mid] ?? 0)) / 2;
 }
 
 /** The rows that were measured, without those BENCH_ONLY left out. */
@@ -126,12 +144,13 @@ export async function measure(
   load: Load,
   pids: () => number[],
   database = false,
+  timing: { warmup: number; duration: number } = { warmup: WARMUP, duration: DURATION },
 ): Promise<Row | undefined> {
   if (!wanted(name)) return undefined;
   await settle(database);
-  await wrk(load, WARMUP, pids, database);
+  await wrk(load, timing.warmup, pids, database);
   const runs: Figures[] = [];
-  for (let i = 0; i < RUNS; i++) runs.push(await wrk(load, DURATION, pids, database));
+  for (let i = 0; i < RUNS; i++) runs.push(await wrk(load, timing.duration, pids, database));
   const pick = (key: keyof Figures) => median(runs.map((r) => (r[key] as number | undefined) ?? 0));
   const row: Row = {
     name,
@@ -139,6 +158,7 @@ export async function measure(
     rps: pick('rps'),
     p50: pick('p50'),
     p99: pick('p99'),
+    max: Math.max(...runs.map((r) => r.max)),
     failures: runs.reduce((sum, r) => sum + r.failures, 0),
     serverUs: pick('serverUs'),
     ...(database ? { databaseUs: pick('databaseUs') } : {}),

@@ -5,6 +5,7 @@ import { cpus } from 'node:os';
 import { join } from 'node:path';
 import { ROOT } from '../processes.js';
 import { FLOOR, type WriteCeiling } from './ceilings.js';
+import type { GrowthReport } from './growth.js';
 import type { Row } from './measure.js';
 import { CONNECTIONS, DURATION, RUNS, WARMUP } from './settings.js';
 import { type DeliveryFigures, WITH_ENDPOINT } from './webhooks.js';
@@ -20,6 +21,57 @@ export interface EngineReport {
   /** The write routes again with one webhook endpoint subscribed to every event (bench/limits/webhooks.ts). */
   withEndpoint: Row[];
   deliveries: DeliveryFigures[];
+  /** The program after a year against an empty one (bench/limits/growth.ts). */
+  growth?: GrowthReport;
+}
+
+/** Issue 33's targets: each route on the large account at this share of the empty one's throughput, reads within the p99, a tier change holding writes back at most this long. */
+const GROWTH_RATIO = 0.8;
+const GROWTH_P99_MS = 50;
+const TIER_CHANGE_MAX_MS = 100;
+
+/** The growth scenarios: each route on both accounts, and the tier change. */
+function growthTable(growth: GrowthReport | undefined, fixed: (value: number, digits?: number) => string): string[] {
+  if (!growth || (growth.rows.length === 0 && !growth.tierChange)) return [];
+  const out = [
+    '### Growth: a program after a year (issue 33)',
+    '',
+    'One server, two accounts of one database, each route measured on both in turn (1 s warm-up, 3 runs of 4 s, ' +
+      'medians): an empty account (50 rules, 100 customers with 10 ledger entries each, 10 reward codes) and a large one ' +
+      '(10,000 rules; 1,000,000 customers with an identity and 10 ledger entries each; 100,000 reward codes; one customer ' +
+      'with 100,000 orders, each credited by “Order” and the first three a day by “Order bonus”, a rolling limit of 3 a ' +
+      'day). `updated_at_min` is chosen to match no row, the newest row only, or every row. The reads run before the ' +
+      'writes. Max is the slowest request of the three runs.',
+    '',
+    '| route | empty req/s | large req/s | ratio | large p50 ms | large p99 ms | large max ms | target |',
+    '|---|---:|---:|---:|---:|---:|---:|---|',
+    ...growth.rows.map((row) => {
+      const ratio = row.large.rps / Math.max(1, row.empty.rps);
+      const p99 = row.kind === 'read' ? `, ${met(row.large.p99 <= GROWTH_P99_MS)} p99 ≤ ${GROWTH_P99_MS} ms` : '';
+      return `| ${row.name} | ${fixed(row.empty.rps)} | ${fixed(row.large.rps)} | ${fixed(ratio, 2)} | ${fixed(row.large.p50, 1)} | ${fixed(row.large.p99, 1)} | ${fixed(row.large.max)} | ${met(ratio >= GROWTH_RATIO)} ratio ≥ ${GROWTH_RATIO}${p99} |`;
+    }),
+  ];
+  const change = growth.tierChange;
+  if (change) {
+    out.push(
+      '',
+      `**A tier change over 1,000,000 customers.** \`loyalty vip-tiers create --name Bronze --milestone 1000\` on the large ` +
+        `account (between Silver at 500 and Gold at 2,000) while wrk posts points transactions for its customers over ` +
+        `10 connections: “${change.progress}” in ${fixed(change.seconds, 1)} s, with ${change.progressLines} progress ` +
+        `lines. The writes before it: ${fixed(change.before.rps)} req/s, p99 ${fixed(change.before.p99, 1)} ms, max ` +
+        `${fixed(change.before.max)} ms; during it (${change.during.slices} slices of 2 s, the worst): p99 ` +
+        `${fixed(change.during.p99, 1)} ms, max ${fixed(change.during.max)} ms, ${fixed(change.during.rps)} req/s on ` +
+        `average. ${met(change.during.max <= TIER_CHANGE_MAX_MS)} no write held back more than ${TIER_CHANGE_MAX_MS} ms.`,
+    );
+  }
+  const failures = growth.rows.filter((row) => row.empty.failures + row.large.failures > 0);
+  if (failures.length > 0) {
+    out.push(
+      '',
+      `Failures (errors or non-2xx): ${failures.map((r) => `${r.name} ${r.empty.failures} + ${r.large.failures}`).join('; ')}.`,
+    );
+  }
+  return out;
 }
 
 /** The events contract's bar: writes with one endpoint at this share of their throughput without. */
@@ -134,6 +186,8 @@ export function renderLimitsReport(started: Date, engines: EngineReport[], ceili
     out.push('', readsNote);
     const hooks = webhookTable(engine, fixed);
     if (hooks.length > 0) out.push('', ...hooks);
+    const growth = growthTable(engine.growth, fixed);
+    if (growth.length > 0) out.push('', ...growth);
     if (engine.engine === 'postgres') {
       // Little's law at 50 clients: the ceiling's own latency says whether p99 ≤ 50 ms is within reach.
       const latencies = engine.writeCeilings
