@@ -1,6 +1,7 @@
-import type { Kysely, Transaction } from 'kysely';
+import { type Kysely, type SelectQueryBuilder, sql, type Transaction } from 'kysely';
 import { isoTime } from '../common-schemas.js';
 import type { Direction } from '../pagination/cursor.js';
+import { sincePlan, unindexed } from '../pagination/since.js';
 import { compiledQuery, pick } from '../storage/compiled-query.js';
 import type { ActivityRow, Database } from '../storage/schema.js';
 import type { Activity } from './schemas.js';
@@ -75,17 +76,37 @@ export async function findActivitiesPage(
   boundary: number | null,
   rows: number,
 ): Promise<ListedActivity[]> {
-  const found = await db
+  const plan = await sincePlan(db, 'activities', accountId, filters.updatedAtMin);
+  const order = direction === 'next' ? 'desc' : 'asc';
+  // The filters on activities alone, so that the range plan can pick its ids without the join.
+  const matching = <O>(q: SelectQueryBuilder<Database, 'activities', O>) =>
+    q
+      .where('activities.account_id', '=', accountId)
+      .$if(filters.customerId !== undefined, (q) => q.where('activities.customer_id', '=', filters.customerId!))
+      .$if(filters.updatedAtMin !== undefined, (q) =>
+        q.where(
+          plan === 'walk' ? unindexed('activities.updated_at') : sql.ref('activities.updated_at'),
+          '>=',
+          filters.updatedAtMin!,
+        ),
+      )
+      .$if(boundary !== null, (q) => q.where('activities.id', direction === 'next' ? '<' : '>', boundary!));
+  const listed = db
     .selectFrom('activities')
     .innerJoin('activity_types', 'activity_types.id', 'activities.activity_type_id')
     .selectAll('activities')
-    .select('activity_types.token')
-    .where('activities.account_id', '=', accountId)
-    .$if(filters.customerId !== undefined, (q) => q.where('activities.customer_id', '=', filters.customerId!))
-    .$if(filters.updatedAtMin !== undefined, (q) => q.where('activities.updated_at', '>=', filters.updatedAtMin!))
-    .$if(boundary !== null, (q) => q.where('activities.id', direction === 'next' ? '<' : '>', boundary!))
-    .orderBy('activities.id', direction === 'next' ? 'desc' : 'asc')
-    .limit(rows)
+    .select('activity_types.token');
+  const found = await (plan === 'range'
+    ? listed.where(
+        'activities.id',
+        'in',
+        matching(db.selectFrom('activities').select('activities.id'))
+          .orderBy(unindexed('activities.id'), order)
+          .limit(rows),
+      )
+    : matching(listed).limit(rows)
+  )
+    .orderBy('activities.id', order)
     .execute();
   return found.map((row) => {
     const { id, customer_id, ...rest } = toActivityRecord(row);

@@ -1,5 +1,6 @@
-import { type Kysely, PostgresAdapter, sql, type Transaction } from 'kysely';
+import { type Kysely, PostgresAdapter, type SelectQueryBuilder, sql, type Transaction } from 'kysely';
 import type { Direction } from '../pagination/cursor.js';
+import { sincePlan, unindexed } from '../pagination/since.js';
 import { compiledQuery, pick } from '../storage/compiled-query.js';
 import type { CustomerRow, CustomerState, Database } from '../storage/schema.js';
 import { type StoredPlacement, toStoredPlacement } from '../vip-tiers/periods.js';
@@ -188,16 +189,29 @@ export async function findCustomersPage(
   boundary: number | null,
   rows: number,
 ): Promise<StoredCustomer[]> {
-  const found = await db
-    .selectFrom('customers')
-    .selectAll()
-    .where('account_id', '=', accountId)
-    .$if(filters.emailNormalized !== undefined, (q) => q.where('email_normalized', '=', filters.emailNormalized!))
-    .$if(filters.state !== undefined, (q) => q.where('state', '=', filters.state!))
-    .$if(filters.updatedAtMin !== undefined, (q) => q.where('updated_at', '>=', filters.updatedAtMin!))
-    .$if(boundary !== null, (q) => q.where('id', direction === 'next' ? '<' : '>', boundary!))
-    .orderBy('id', direction === 'next' ? 'desc' : 'asc')
-    .limit(rows)
+  const plan = await sincePlan(db, 'customers', accountId, filters.updatedAtMin);
+  const order = direction === 'next' ? 'desc' : 'asc';
+  const matching = <O>(q: SelectQueryBuilder<Database, 'customers', O>) =>
+    q
+      .where('account_id', '=', accountId)
+      .$if(filters.emailNormalized !== undefined, (q) => q.where('email_normalized', '=', filters.emailNormalized!))
+      .$if(filters.state !== undefined, (q) => q.where('state', '=', filters.state!))
+      .$if(filters.updatedAtMin !== undefined, (q) =>
+        q.where(plan === 'walk' ? unindexed('updated_at') : sql.ref('updated_at'), '>=', filters.updatedAtMin!),
+      )
+      .$if(boundary !== null, (q) => q.where('id', direction === 'next' ? '<' : '>', boundary!));
+  const found = await (plan === 'range'
+    ? db
+        .selectFrom('customers')
+        .selectAll()
+        .where(
+          'id',
+          'in',
+          matching(db.selectFrom('customers').select('id')).orderBy(unindexed('id'), order).limit(rows),
+        )
+    : matching(db.selectFrom('customers').selectAll()).limit(rows)
+  )
+    .orderBy('id', order)
     .execute();
   return found.map(toStoredCustomer);
 }

@@ -1,6 +1,7 @@
-import type { Kysely, Transaction } from 'kysely';
+import { type Kysely, type SelectQueryBuilder, sql, type Transaction } from 'kysely';
 import { isoTime } from '../common-schemas.js';
 import type { Direction } from '../pagination/cursor.js';
+import { sincePlan, unindexed } from '../pagination/since.js';
 import { compiledQuery, pick } from '../storage/compiled-query.js';
 import type { Database, NewPointsTransaction, PointsTransactionRow } from '../storage/schema.js';
 import type { PointsTransaction } from './schemas.js';
@@ -79,15 +80,28 @@ export async function findPointsTransactionsPage(
   boundary: number | null,
   rows: number,
 ): Promise<PointsTransaction[]> {
-  const found = await db
-    .selectFrom('points_transactions')
-    .selectAll()
-    .where('account_id', '=', accountId)
-    .$if(filters.customerId !== undefined, (q) => q.where('customer_id', '=', filters.customerId!))
-    .$if(filters.updatedAtMin !== undefined, (q) => q.where('updated_at', '>=', filters.updatedAtMin!))
-    .$if(boundary !== null, (q) => q.where('id', direction === 'next' ? '<' : '>', boundary!))
-    .orderBy('id', direction === 'next' ? 'desc' : 'asc')
-    .limit(rows)
+  const plan = await sincePlan(db, 'points_transactions', accountId, filters.updatedAtMin);
+  const order = direction === 'next' ? 'desc' : 'asc';
+  const matching = <O>(q: SelectQueryBuilder<Database, 'points_transactions', O>) =>
+    q
+      .where('account_id', '=', accountId)
+      .$if(filters.customerId !== undefined, (q) => q.where('customer_id', '=', filters.customerId!))
+      .$if(filters.updatedAtMin !== undefined, (q) =>
+        q.where(plan === 'walk' ? unindexed('updated_at') : sql.ref('updated_at'), '>=', filters.updatedAtMin!),
+      )
+      .$if(boundary !== null, (q) => q.where('id', direction === 'next' ? '<' : '>', boundary!));
+  const found = await (plan === 'range'
+    ? db
+        .selectFrom('points_transactions')
+        .selectAll()
+        .where(
+          'id',
+          'in',
+          matching(db.selectFrom('points_transactions').select('id')).orderBy(unindexed('id'), order).limit(rows),
+        )
+    : matching(db.selectFrom('points_transactions').selectAll()).limit(rows)
+  )
+    .orderBy('id', order)
     .execute();
   return found.map(toPointsTransaction);
 }

@@ -1,6 +1,7 @@
-import { type ExpressionBuilder, type Kysely, sql, type Transaction } from 'kysely';
+import { type ExpressionBuilder, type Kysely, type SelectQueryBuilder, sql, type Transaction } from 'kysely';
 import { isoTime } from '../common-schemas.js';
 import type { Direction } from '../pagination/cursor.js';
+import { sincePlan, unindexed } from '../pagination/since.js';
 import { compiledQuery, pick } from '../storage/compiled-query.js';
 import type { Database, RewardFulfillmentRow } from '../storage/schema.js';
 import type { RewardFulfillment } from './schemas.js';
@@ -65,29 +66,49 @@ export async function findFulfillmentsPage(
 ): Promise<RewardFulfillment[]> {
   const { direction, boundary, rows, now } = page;
   const usage = filters.usageStatus;
-  const found = await db
-    .selectFrom('reward_fulfillments')
-    .selectAll()
-    .where('account_id', '=', accountId)
-    .$if(filters.code !== undefined, (q) => q.where('code', '=', filters.code!))
-    .$if(filters.customerId !== undefined, (q) => q.where('customer_id', '=', filters.customerId!))
-    .$if(filters.fulfillmentStatus !== undefined, (q) => q.where('fulfillment_status', '=', filters.fulfillmentStatus!))
-    // `expired` is an issued, unused code past its expires_at; `unused`, any other unused one.
-    .$if(usage === 'expired', (q) =>
-      q.where('usage_status', '=', 'unused').where('fulfillment_status', '=', 'issued').where('expires_at', '<=', now),
-    )
-    .$if(usage === 'unused', (q) =>
-      q
-        .where('usage_status', '=', 'unused')
-        .where((eb) =>
-          eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', now), eb('fulfillment_status', '<>', 'issued')]),
-        ),
-    )
-    .$if(usage === 'used' || usage === 'untracked', (q) => q.where('usage_status', '=', usage as 'used' | 'untracked'))
-    .$if(filters.updatedAtMin !== undefined, (q) => q.where('updated_at', '>=', filters.updatedAtMin!))
-    .$if(boundary !== null, (q) => q.where('id', direction === 'next' ? '<' : '>', boundary!))
-    .orderBy('id', direction === 'next' ? 'desc' : 'asc')
-    .limit(rows)
+  const plan = await sincePlan(db, 'reward_fulfillments', accountId, filters.updatedAtMin);
+  const order = direction === 'next' ? 'desc' : 'asc';
+  const matching = <O>(q: SelectQueryBuilder<Database, 'reward_fulfillments', O>) =>
+    q
+      .where('account_id', '=', accountId)
+      .$if(filters.code !== undefined, (q) => q.where('code', '=', filters.code!))
+      .$if(filters.customerId !== undefined, (q) => q.where('customer_id', '=', filters.customerId!))
+      .$if(filters.fulfillmentStatus !== undefined, (q) =>
+        q.where('fulfillment_status', '=', filters.fulfillmentStatus!),
+      )
+      // `expired` is an issued, unused code past its expires_at; `unused`, any other unused one.
+      .$if(usage === 'expired', (q) =>
+        q
+          .where('usage_status', '=', 'unused')
+          .where('fulfillment_status', '=', 'issued')
+          .where('expires_at', '<=', now),
+      )
+      .$if(usage === 'unused', (q) =>
+        q
+          .where('usage_status', '=', 'unused')
+          .where((eb) =>
+            eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', now), eb('fulfillment_status', '<>', 'issued')]),
+          ),
+      )
+      .$if(usage === 'used' || usage === 'untracked', (q) =>
+        q.where('usage_status', '=', usage as 'used' | 'untracked'),
+      )
+      .$if(filters.updatedAtMin !== undefined, (q) =>
+        q.where(plan === 'walk' ? unindexed('updated_at') : sql.ref('updated_at'), '>=', filters.updatedAtMin!),
+      )
+      .$if(boundary !== null, (q) => q.where('id', direction === 'next' ? '<' : '>', boundary!));
+  const found = await (plan === 'range'
+    ? db
+        .selectFrom('reward_fulfillments')
+        .selectAll()
+        .where(
+          'id',
+          'in',
+          matching(db.selectFrom('reward_fulfillments').select('id')).orderBy(unindexed('id'), order).limit(rows),
+        )
+    : matching(db.selectFrom('reward_fulfillments').selectAll()).limit(rows)
+  )
+    .orderBy('id', order)
     .execute();
   return found.map((row) => toRewardFulfillment(row, now));
 }
