@@ -4,6 +4,9 @@
 // then a VIP tier change over the million customers while writes go on. The data: bench/growth-data.ts.
 import { spawn } from 'node:child_process';
 import pg from 'pg';
+import { systemClock } from '../../src/clock.js';
+import { createServices } from '../../src/services.js';
+import { openDb } from '../../src/storage/db.js';
 import { type GrowthAccount, type GrowthData, growthData } from '../growth-data.js';
 import { PG_URL, ROOT, startService } from '../processes.js';
 import { type Figures, type Load, measure, type Row, settle, wrk } from './measure.js';
@@ -45,6 +48,8 @@ interface Scenario {
 }
 
 const bearer = (a: GrowthAccount) => ({ authorization: `Bearer ${a.apiKey}` });
+/** create_or_update takes only an app's access token: one per account, issued for this run (a cached one would expire). */
+const tokens = new Map<number, string>();
 const iso = (ms: number) => new Date(ms).toISOString();
 const BODIES = 60_000;
 /** A customer of the account for any integer, spread over all of them. */
@@ -142,21 +147,46 @@ function scenarios(data: GrowthData): Scenario[] {
     {
       name: 'POST create_or_update (half new)',
       kind: 'write',
-      load: post(
-        () => '/v1/customer_identities/create_or_update',
-        (a, n, unique) => ({
-          customer_identity:
-            n % 2 === 0
-              ? { distinct_id: `growth-new-${unique}`, email: `growth-new-${unique}@bench.example` }
-              : {
-                  distinct_id: `a${a.accountId}-${((n * 7919) % (a.lastCustomer - a.firstCustomer + 1)) + 1}`,
-                  email: `growth-updated-${n}@bench.example`,
-                },
-        }),
+      load: withToken(
+        post(
+          () => '/v1/customer_identities/create_or_update',
+          (a, n, unique) => ({
+            customer_identity:
+              n % 2 === 0
+                ? { distinct_id: `growth-new-${unique}`, email: `growth-new-${unique}@bench.example` }
+                : {
+                    distinct_id: `a${a.accountId}-${((n * 7919) % (a.lastCustomer - a.firstCustomer + 1)) + 1}`,
+                    email: `growth-updated-${n}@bench.example`,
+                  },
+          }),
+        ),
       ),
     },
   ];
   return [...reads, ...writes];
+}
+
+/** A load sent with the account's app token instead of its API key. */
+function withToken(load: (base: string, a: GrowthAccount) => Load) {
+  return (base: string, a: GrowthAccount): Load => ({
+    ...load(base, a),
+    headers: { authorization: `Bearer ${tokens.get(a.accountId)}` },
+  });
+}
+
+/** Issues each account an app's access token for this run (see `tokens`). */
+async function issueTokens(url: string, data: GrowthData): Promise<void> {
+  const db = openDb(url, { poolMax: 1 });
+  try {
+    const services = createServices(db, { clock: systemClock, accessTokenTtlSeconds: 86_400 });
+    for (const a of [data.empty, data.large]) {
+      const app = await services.apps.create({ name: `Growth run ${a.accountId}` });
+      const token = await services.auth.issueAccessToken({ accountId: a.accountId, clientId: app.client_id });
+      tokens.set(a.accountId, token.access_token);
+    }
+  } finally {
+    await db.close();
+  }
 }
 
 /** The growth scenarios on `engine`: every route on both accounts, then the tier change. */
@@ -165,6 +195,7 @@ export async function growthFigures(engine: 'sqlite' | 'postgres'): Promise<Grow
   const database = engine === 'postgres';
   log(`== ${engine}: growth data`);
   const { url, data } = await growthData(engine, DATA, log);
+  await issueTokens(url, data);
   const rows: GrowthRow[] = [];
   let tierChange: TierChange | undefined;
   const server = await startService(url, 1);
