@@ -257,8 +257,6 @@ function toVipTier(row: VipTierRow): VipTier {
 export interface StoredProgram {
   readonly type: VipProgramType;
   readonly version: number;
-  /** The version the last complete placement of the account's customers was made for. */
-  readonly placedVersion: number;
   readonly tiers: VipTier[];
 }
 
@@ -286,7 +284,6 @@ export async function findProgram(db: Kysely<Database>, accountId: number): Prom
   return {
     type: first.vip_program,
     version: Number(first.vip_program_version),
-    placedVersion: Number(first.vip_placed_version),
     tiers,
   };
 }
@@ -298,7 +295,6 @@ const findProgramQuery = compiledQuery((db, v: { accountId: number }) =>
     .select([
       'accounts.vip_program',
       'accounts.vip_program_version',
-      'accounts.vip_placed_version',
       'vip_tiers.id',
       'vip_tiers.name',
       'vip_tiers.image_url',
@@ -370,34 +366,40 @@ export async function findTierMembers(db: Kysely<Database>, tierId: number, limi
 
 /**
  * Writes an all-time placement for these customers in one statement: in `vipTierId`, the period
- * columns cleared, placed for `version`; `now`: their updated_at moves too (their tier or shown
- * placement changed), null: only the version is written.
+ * columns cleared, placed for `version`, their updated_at moved (their tier or shown placement
+ * changed).
  */
 export async function storeAllTimePlacements(
   trx: Transaction<Database>,
   customerIds: readonly number[],
   placement: { vipTierId: number | null; version: number },
-  now: number | null,
+  now: number,
 ): Promise<void> {
   if (customerIds.length === 0) return;
   await trx
     .updateTable('customers')
-    .set(
-      now === null
-        ? { vip_program_version: placement.version }
-        : {
-            vip_tier_id: placement.vipTierId,
-            vip_progress: 0,
-            vip_tier_expires_at: null,
-            vip_period_end: null,
-            vip_retain_delta: null,
-            vip_recheck_at: null,
-            vip_program_version: placement.version,
-            updated_at: now,
-          },
-    )
+    .set({
+      vip_tier_id: placement.vipTierId,
+      vip_progress: 0,
+      vip_tier_expires_at: null,
+      vip_period_end: null,
+      vip_retain_delta: null,
+      vip_recheck_at: null,
+      vip_program_version: placement.version,
+      updated_at: now,
+    })
     .where('id', 'in', customerIds)
     .execute();
+}
+
+/** Records that these customers are placed for `version` with no other change (their updated_at stays). */
+export async function storePlacementVersion(
+  trx: Transaction<Database>,
+  customerIds: readonly number[],
+  version: number,
+): Promise<void> {
+  if (customerIds.length === 0) return;
+  await trx.updateTable('customers').set({ vip_program_version: version }).where('id', 'in', customerIds).execute();
 }
 
 /** The earnings of these customers from `fromDay` on, by customer, ascending day. */

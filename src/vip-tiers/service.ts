@@ -5,6 +5,7 @@ import { isoTime } from '../common-schemas.js';
 import { invalidParameter, notFound } from '../errors.js';
 import type { EventsService } from '../events/service.js';
 import type { JobHandler, JobsService } from '../jobs/service.js';
+import { BatchPace } from '../storage/batch-pace.js';
 import type { Database } from '../storage/schema.js';
 import { OncePerWork, type UnitOfWork, type Work } from '../storage/unit-of-work.js';
 import { DAY_MS } from '../time.js';
@@ -44,6 +45,7 @@ import {
   type StoredTierChange,
   storeAllTimePlacements,
   storePlacement,
+  storePlacementVersion,
   updateProgramType,
   updateTier,
 } from './repository.js';
@@ -95,10 +97,10 @@ const VIP_PERIODS_INTERVAL_MS = 60 * 60 * 1000;
 const PASS_BUDGET_MS = 10_000;
 /** Customers read per statement while looking for those due. */
 const READ_BATCH = 1000;
-/** Customers placed per transaction: short ones, that never hold the API back for long. */
+/** Customers placed per transaction at most; fewer when that takes longer than BATCH_MS (batch-pace.ts). */
 const WRITE_BATCH = 200;
 
-const NO_PROGRAM: StoredProgram = { type: 'all_time', version: 0, placedVersion: 0, tiers: [] };
+const NO_PROGRAM: StoredProgram = { type: 'all_time', version: 0, tiers: [] };
 
 /**
  * VIP tiers of an all-time program: a customer is in the tier with the highest milestone at or
@@ -289,11 +291,13 @@ export class VipTiersService {
   async delete(id: number, progress?: (run: PlacementRun) => void): Promise<{ deleted: true }> {
     const { accountId } = await this.uow.run((w) => this.require(w, id));
     const run = { placed: 0, moved: 0 };
+    const pace = new BatchPace(WRITE_BATCH);
     for (let emptied = false; !emptied; ) {
+      const size = pace.next();
       emptied = await this.uow.run(async (w) => {
         await lockAccountTiers(w.trx, accountId);
         if (!(await findTier(w.trx, id))) return true;
-        const members = await findTierMembers(w.trx, id, WRITE_BATCH);
+        const members = await findTierMembers(w.trx, id, size);
         if (members.length === 0) {
           await deleteTier(w.trx, id);
           return true;
@@ -304,7 +308,9 @@ export class VipTiersService {
         run.placed += members.length;
         return false;
       });
-      if (!emptied) progress?.({ ...run });
+      if (emptied) break;
+      progress?.({ ...run });
+      await pace.rest(size);
     }
     return { deleted: true };
   }
@@ -380,6 +386,7 @@ export class VipTiersService {
     progress?: (run: PlacementRun) => void,
   ): Promise<boolean> {
     let after = 0;
+    const pace = new BatchPace(WRITE_BATCH);
     for (;;) {
       if (performance.now() > until) return false;
       const { version } = await this.program(accountId);
@@ -389,14 +396,16 @@ export class VipTiersService {
         return true;
       }
       after = due[due.length - 1]!;
-      for (let i = 0; i < due.length; i += WRITE_BATCH) {
-        const batch = due.slice(i, i + WRITE_BATCH);
+      for (let i = 0; i < due.length; ) {
+        const batch = due.slice(i, i + pace.next());
+        i += batch.length;
         run.moved += await this.uow.run(async (w) => {
           await lockAccountTiers(w.trx, accountId);
           return this.placeBatch(w, accountId, await findProgram(w.trx, accountId), batch);
         });
         run.placed += batch.length;
         progress?.({ ...run });
+        await pace.rest(batch.length);
       }
     }
   }
@@ -471,7 +480,7 @@ export class VipTiersService {
     for (const [vipTierId, ids] of landing) {
       await storeAllTimePlacements(w.trx, ids, { vipTierId, version: program.version }, w.now);
     }
-    await storeAllTimePlacements(w.trx, versionOnly, { vipTierId: null, version: program.version }, null);
+    await storePlacementVersion(w.trx, versionOnly, program.version);
     for (const change of changes) {
       this.events.record(w, accountId, 'customer.vip_tier_changed', {
         vip_tier_change: toVipTierChange(change, program.tiers),
