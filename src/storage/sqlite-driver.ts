@@ -85,8 +85,8 @@ export class GroupCommitSqlite {
   async execute(query: CompiledQuery): Promise<QueryResult<unknown>> {
     if (this.reader !== this.writer) {
       // SQLite says whether the statement only reads (prepared on the reader, kept there).
-      const statement = this.readerStatements.get(query.sql);
-      if (statement.readonly) return run(statement, query.parameters);
+      const prepared = this.readerStatements.get(query.sql);
+      if (prepared.statement.readonly) return run(prepared, query.parameters);
     }
     return this.keep(await this.enter(), () => run(this.writerStatements.get(query.sql), query.parameters));
   }
@@ -392,22 +392,49 @@ export class GroupRolledBack extends Error {
  * connection). Bounded, since bulk inserts of varying sizes make new SQL.
  */
 class StatementCache {
-  private readonly statements = new Map<string, SqliteDatabase.Statement>();
+  private readonly statements = new Map<string, Prepared>();
 
   constructor(private readonly database: SqliteDatabase.Database) {}
 
-  get(text: string): SqliteDatabase.Statement {
-    let statement = this.statements.get(text);
-    if (statement === undefined) {
-      statement = this.database.prepare(text);
+  get(text: string): Prepared {
+    let prepared = this.statements.get(text);
+    if (prepared === undefined) {
+      prepared = prepare(this.database, text);
       if (this.statements.size >= STATEMENT_CACHE_ENTRIES) this.statements.clear();
-      this.statements.set(text, statement);
+      this.statements.set(text, prepared);
     }
-    return statement;
+    return prepared;
   }
 }
 
-function run(statement: SqliteDatabase.Statement, parameters: readonly unknown[]): QueryResult<unknown> {
+/** A statement, and for one that answers rows, what makes a row's object of its values. */
+interface Prepared {
+  readonly statement: SqliteDatabase.Statement;
+  readonly toRow: ((values: unknown[]) => Record<string, unknown>) | undefined;
+}
+
+/**
+ * better-sqlite3 builds each row's object through V8's C++ API, a property at a time: for a page of
+ * 50 customers (27 columns) that is most of the query's time. In raw mode it answers arrays, and a
+ * function compiled once per statement makes objects of one shape from them, about three times
+ * faster (120 µs a page against 400, better-sqlite3 12 on a 2-core EPYC). The names are
+ * SQLite's, quoted by JSON.stringify; a name repeated (a join's `select *`) keeps the last value,
+ * as better-sqlite3's objects do. A column named __proto__ (which a literal would take as the
+ * object's prototype) keeps better-sqlite3's objects.
+ */
+function prepare(database: SqliteDatabase.Database, text: string): Prepared {
+  const statement = database.prepare(text);
+  if (!statement.reader) return { statement, toRow: undefined };
+  const names = statement.columns().map((column) => column.name);
+  if (names.includes('__proto__')) return { statement, toRow: undefined };
+  statement.raw(true);
+  const fields = names.map((name, i) => `${JSON.stringify(name)}: values[${i}]`).join(', ');
+  const toRow = new Function('values', `return { ${fields} };`) as Prepared['toRow'];
+  return { statement, toRow };
+}
+
+function run({ statement, toRow }: Prepared, parameters: readonly unknown[]): QueryResult<unknown> {
+  if (toRow) return { rows: (statement.all(parameters) as unknown[][]).map(toRow) };
   if (statement.reader) return { rows: statement.all(parameters) };
   const { changes, lastInsertRowid } = statement.run(parameters);
   return { numAffectedRows: BigInt(changes), insertId: BigInt(lastInsertRowid), rows: [] };
