@@ -1,7 +1,7 @@
-import { type Kysely, type SelectQueryBuilder, sql, type Transaction } from 'kysely';
+import type { Kysely, SelectQueryBuilder, Transaction } from 'kysely';
 import { isoTime } from '../common-schemas.js';
 import type { Direction } from '../pagination/cursor.js';
-import { sincePlan, unindexed } from '../pagination/since.js';
+import { sincePlan, sinceRef, unindexed } from '../pagination/since.js';
 import { compiledQuery, pick } from '../storage/compiled-query.js';
 import type { ActivityRow, Database } from '../storage/schema.js';
 import type { Activity } from './schemas.js';
@@ -76,7 +76,7 @@ export async function findActivitiesPage(
   boundary: number | null,
   rows: number,
 ): Promise<ListedActivity[]> {
-  const plan = await sincePlan(db, 'activities', accountId, filters.updatedAtMin);
+  const plan = await sincePlan(db, 'activities', accountId, filters.updatedAtMin, { direction, boundary, rows });
   const order = direction === 'next' ? 'desc' : 'asc';
   // The filters on activities alone, so that the range plan can pick its ids without the join.
   const matching = <O>(q: SelectQueryBuilder<Database, 'activities', O>) =>
@@ -84,11 +84,7 @@ export async function findActivitiesPage(
       .where('activities.account_id', '=', accountId)
       .$if(filters.customerId !== undefined, (q) => q.where('activities.customer_id', '=', filters.customerId!))
       .$if(filters.updatedAtMin !== undefined, (q) =>
-        q.where(
-          plan === 'walk' ? unindexed('activities.updated_at') : sql.ref('activities.updated_at'),
-          '>=',
-          filters.updatedAtMin!,
-        ),
+        q.where(sinceRef(plan, 'activities.updated_at'), '>=', filters.updatedAtMin!),
       )
       .$if(boundary !== null, (q) => q.where('activities.id', direction === 'next' ? '<' : '>', boundary!));
   const listed = db

@@ -1,6 +1,6 @@
 import { type Kysely, PostgresAdapter, type SelectQueryBuilder, sql, type Transaction } from 'kysely';
 import type { Direction } from '../pagination/cursor.js';
-import { sincePlan, unindexed } from '../pagination/since.js';
+import { sincePlan, sinceRef, unindexed } from '../pagination/since.js';
 import { compiledQuery, pick } from '../storage/compiled-query.js';
 import type { CustomerRow, CustomerState, Database } from '../storage/schema.js';
 import { type StoredPlacement, toStoredPlacement } from '../vip-tiers/periods.js';
@@ -189,7 +189,7 @@ export async function findCustomersPage(
   boundary: number | null,
   rows: number,
 ): Promise<StoredCustomer[]> {
-  const plan = await sincePlan(db, 'customers', accountId, filters.updatedAtMin);
+  const plan = await sincePlan(db, 'customers', accountId, filters.updatedAtMin, { direction, boundary, rows });
   const order = direction === 'next' ? 'desc' : 'asc';
   const matching = <O>(q: SelectQueryBuilder<Database, 'customers', O>) =>
     q
@@ -197,7 +197,7 @@ export async function findCustomersPage(
       .$if(filters.emailNormalized !== undefined, (q) => q.where('email_normalized', '=', filters.emailNormalized!))
       .$if(filters.state !== undefined, (q) => q.where('state', '=', filters.state!))
       .$if(filters.updatedAtMin !== undefined, (q) =>
-        q.where(plan === 'walk' ? unindexed('updated_at') : sql.ref('updated_at'), '>=', filters.updatedAtMin!),
+        q.where(sinceRef(plan, 'updated_at'), '>=', filters.updatedAtMin!),
       )
       .$if(boundary !== null, (q) => q.where('id', direction === 'next' ? '<' : '>', boundary!));
   const found = await (plan === 'range'

@@ -1,5 +1,6 @@
 import { type Kysely, PostgresAdapter, type RawBuilder, sql } from 'kysely';
 import type { Database } from '../storage/schema.js';
+import type { Direction } from './cursor.js';
 
 // How a list filtered by `updated_at_min` reads its page on SQLite (issue 33). Two plans, each
 // fast on one side: read the rows the time matches through (account_id, updated_at) and keep the
@@ -10,8 +11,8 @@ import type { Database } from '../storage/schema.js';
 // table, kept current: storage/statistics.ts) and is left to choose. SQLite's statistics are
 // sampled (analysis_limit, which also leaves out the sqlite_stat4 samples a range estimate needs),
 // so it guessed "a few hundred rows" for any account and walked a million customers (seconds) to
-// answer a time that matches nothing. On SQLite the service therefore counts first, reading the
-// time index no further than SINCE_RANGE_ROWS entries, and tells the planner which plan to take.
+// answer a time that matches nothing. On SQLite the service therefore decides (sincePlan: short
+// counts on the time index, a look at where the page starts) and tells the planner which plan to take.
 
 /**
  * The most rows a time may match for its page to be read through the time index: counting and
@@ -19,6 +20,14 @@ import type { Database } from '../storage/schema.js';
  * at most (the account's rows / this many) rows per row of the page.
  */
 export const SINCE_RANGE_ROWS = 10_000;
+/** Up to this many matches, the time index is read without looking further (a tenth of a millisecond). */
+export const SINCE_FEW_ROWS = 1_000;
+/**
+ * Past SINCE_FEW_ROWS, the page's first rows this many ids long are looked at before counting on:
+ * when the time matches a page of them (it matches most recent rows, as `updated_at_min=1970` does),
+ * the walk finds its page at once, and the count of up to SINCE_RANGE_ROWS is not needed.
+ */
+export const SINCE_PROBE_ROWS = 1_000;
 
 /** The tables whose lists take `updated_at_min`, each with an (account_id, updated_at) index. */
 export type SinceTable = 'customers' | 'points_transactions' | 'reward_fulfillments' | 'activities';
@@ -30,21 +39,72 @@ export type SinceTable = 'customers' | 'points_transactions' | 'reward_fulfillme
  */
 export type SincePlan = 'planner' | 'range' | 'walk';
 
-/** The plan of a page of `table` for `updatedAtMin`: on SQLite, one count that stops past SINCE_RANGE_ROWS. */
+/** Where a page starts: its direction from the boundary id (null: the first page), and its rows. */
+export interface SincePage {
+  direction: Direction;
+  boundary: number | null;
+  rows: number;
+}
+
+/**
+ * The plan of a page of `table` for `updatedAtMin`: on SQLite, a count that stops past
+ * SINCE_FEW_ROWS, then a look at the ids where the page starts, then a count that stops past
+ * SINCE_RANGE_ROWS, each only when the one before did not decide.
+ */
 export async function sincePlan(
   db: Kysely<Database>,
   table: SinceTable,
   accountId: number,
   updatedAtMin: number | undefined,
+  page: SincePage,
 ): Promise<SincePlan> {
   if (updatedAtMin === undefined || db.getExecutor().adapter instanceof PostgresAdapter) return 'planner';
+  const matched = (limit: number) => countSince(db, table, accountId, updatedAtMin, limit);
+  if ((await matched(SINCE_FEW_ROWS)) <= SINCE_FEW_ROWS) return 'range';
+  if (await pageNear(db, table, accountId, updatedAtMin, page)) return 'walk';
+  return (await matched(SINCE_RANGE_ROWS)) <= SINCE_RANGE_ROWS ? 'range' : 'walk';
+}
+
+/** How many of the account's rows the time matches, counted no further than `limit` + 1 (the time index). */
+async function countSince(
+  db: Kysely<Database>,
+  table: SinceTable,
+  accountId: number,
+  updatedAtMin: number,
+  limit: number,
+): Promise<number> {
   const { rows } = await sql<{ matched: number | string }>`
     select count(*) as matched from (
       select 1 from ${sql.table(table)}
       where account_id = ${accountId} and updated_at >= ${updatedAtMin}
-      limit ${SINCE_RANGE_ROWS + 1}
+      limit ${limit + 1}
     ) as since`.execute(db);
-  return Number(rows[0]?.matched ?? 0) <= SINCE_RANGE_ROWS ? 'range' : 'walk';
+  return Number(rows[0]?.matched ?? 0);
+}
+
+/** Whether the time matches a page's rows among the SINCE_PROBE_ROWS ids where the page starts. */
+async function pageNear(
+  db: Kysely<Database>,
+  table: SinceTable,
+  accountId: number,
+  updatedAtMin: number,
+  page: SincePage,
+): Promise<boolean> {
+  const next = page.direction === 'next';
+  const beyond =
+    page.boundary === null ? sql`` : next ? sql`and id < ${page.boundary}` : sql`and id > ${page.boundary}`;
+  const { rows } = await sql<{ matched: number | string }>`
+    select count(*) as matched from (
+      select 1 from (
+        select updated_at from ${sql.table(table)}
+        where account_id = ${accountId} ${beyond}
+        order by id ${next ? sql`desc` : sql`asc`}
+        limit ${SINCE_PROBE_ROWS}
+      ) as near
+      where updated_at >= ${updatedAtMin}
+      limit ${page.rows}
+    ) as since`.execute(db);
+  return Number(rows[0]?.matched ?? 0) >= page.rows;
 }
 
 /**
@@ -54,4 +114,9 @@ export async function sincePlan(
  */
 export function unindexed(column: string): RawBuilder<number> {
   return sql<number>`+${sql.ref(column)}`;
+}
+
+/** The time column of a list's condition as `plan` reads it: kept off the index on a walk. */
+export function sinceRef(plan: SincePlan, column: string): RawBuilder<number> {
+  return plan === 'walk' ? unindexed(column) : sql<number>`${sql.ref(column)}`;
 }

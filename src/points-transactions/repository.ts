@@ -1,7 +1,7 @@
-import { type Kysely, type SelectQueryBuilder, sql, type Transaction } from 'kysely';
+import type { Kysely, SelectQueryBuilder, Transaction } from 'kysely';
 import { isoTime } from '../common-schemas.js';
 import type { Direction } from '../pagination/cursor.js';
-import { sincePlan, unindexed } from '../pagination/since.js';
+import { sincePlan, sinceRef, unindexed } from '../pagination/since.js';
 import { compiledQuery, pick } from '../storage/compiled-query.js';
 import type { Database, NewPointsTransaction, PointsTransactionRow } from '../storage/schema.js';
 import type { PointsTransaction } from './schemas.js';
@@ -80,14 +80,18 @@ export async function findPointsTransactionsPage(
   boundary: number | null,
   rows: number,
 ): Promise<PointsTransaction[]> {
-  const plan = await sincePlan(db, 'points_transactions', accountId, filters.updatedAtMin);
+  const plan = await sincePlan(db, 'points_transactions', accountId, filters.updatedAtMin, {
+    direction,
+    boundary,
+    rows,
+  });
   const order = direction === 'next' ? 'desc' : 'asc';
   const matching = <O>(q: SelectQueryBuilder<Database, 'points_transactions', O>) =>
     q
       .where('account_id', '=', accountId)
       .$if(filters.customerId !== undefined, (q) => q.where('customer_id', '=', filters.customerId!))
       .$if(filters.updatedAtMin !== undefined, (q) =>
-        q.where(plan === 'walk' ? unindexed('updated_at') : sql.ref('updated_at'), '>=', filters.updatedAtMin!),
+        q.where(sinceRef(plan, 'updated_at'), '>=', filters.updatedAtMin!),
       )
       .$if(boundary !== null, (q) => q.where('id', direction === 'next' ? '<' : '>', boundary!));
   const found = await (plan === 'range'

@@ -1,7 +1,7 @@
 import { type ExpressionBuilder, type Kysely, type SelectQueryBuilder, sql, type Transaction } from 'kysely';
 import { isoTime } from '../common-schemas.js';
 import type { Direction } from '../pagination/cursor.js';
-import { sincePlan, unindexed } from '../pagination/since.js';
+import { sincePlan, sinceRef, unindexed } from '../pagination/since.js';
 import { compiledQuery, pick } from '../storage/compiled-query.js';
 import type { Database, RewardFulfillmentRow } from '../storage/schema.js';
 import type { RewardFulfillment } from './schemas.js';
@@ -66,7 +66,11 @@ export async function findFulfillmentsPage(
 ): Promise<RewardFulfillment[]> {
   const { direction, boundary, rows, now } = page;
   const usage = filters.usageStatus;
-  const plan = await sincePlan(db, 'reward_fulfillments', accountId, filters.updatedAtMin);
+  const plan = await sincePlan(db, 'reward_fulfillments', accountId, filters.updatedAtMin, {
+    direction,
+    boundary,
+    rows,
+  });
   const order = direction === 'next' ? 'desc' : 'asc';
   const matching = <O>(q: SelectQueryBuilder<Database, 'reward_fulfillments', O>) =>
     q
@@ -94,7 +98,7 @@ export async function findFulfillmentsPage(
         q.where('usage_status', '=', usage as 'used' | 'untracked'),
       )
       .$if(filters.updatedAtMin !== undefined, (q) =>
-        q.where(plan === 'walk' ? unindexed('updated_at') : sql.ref('updated_at'), '>=', filters.updatedAtMin!),
+        q.where(sinceRef(plan, 'updated_at'), '>=', filters.updatedAtMin!),
       )
       .$if(boundary !== null, (q) => q.where('id', direction === 'next' ? '<' : '>', boundary!));
   const found = await (plan === 'range'

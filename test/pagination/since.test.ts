@@ -1,11 +1,12 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SINCE_RANGE_ROWS, sincePlan } from '../../src/pagination/since.js';
+import { SINCE_FEW_ROWS, SINCE_PROBE_ROWS, SINCE_RANGE_ROWS, sincePlan } from '../../src/pagination/since.js';
 import { bearer, createTenant, createTestApp, type Tenant, type TestApp } from '../helpers/app.js';
 
 // A list filtered by updated_at_min reads its page through the time index or by walking ids
 // (src/pagination/since.ts). Both plans must answer the same pages: here every page of times that
-// match nothing, one row, a few, more than SINCE_RANGE_ROWS and every row, forwards and back.
+// match nothing, one row, a few, half the rows, more than SINCE_RANGE_ROWS and every row, forwards
+// and back; and a time matching old rows only, which the walk would reach only after the new ones.
 
 let t: TestApp;
 let a: Tenant;
@@ -34,9 +35,9 @@ beforeAll(async () => {
 afterAll(async () => t?.close());
 
 /** Every id the list shows for `path`, page after page (limit 250), then back from the last page. */
-async function walkPages(path: string): Promise<{ forwards: number[]; backwards: number[] }> {
+async function walkPages(path: string, tenant = a): Promise<{ forwards: number[]; backwards: number[] }> {
   const get = async (url: string) => {
-    const response = await t.app.inject({ method: 'GET', url, headers: bearer(a.apiKey) });
+    const response = await t.app.inject({ method: 'GET', url, headers: bearer(tenant.apiKey) });
     expect(response.statusCode).toBe(200);
     return response.json();
   };
@@ -72,16 +73,23 @@ describe('a list filtered by updated_at_min, on both of its plans', () => {
       none: newest + 1000,
       one: newest,
       few: updatedAt(0) + (ROWS - 300) * 1000,
+      half: START + (ROWS / 2) * 1000,
       many: START + 1_000 * 1000,
       all: 0,
     };
-    const expected = { none: 0, one: 1, few: 300, many: ROWS - 1_000, all: ROWS };
+    const expected = { none: 0, one: 1, few: 300, half: ROWS / 2, many: ROWS - 1_000, all: ROWS };
     for (const [match, time] of Object.entries(times) as [keyof typeof times, number][]) {
       const ids = customers.filter((row) => Number(row.updated_at) >= time).map((row) => row.id);
       expect(ids.length).toBe(expected[match]);
-      const plan = await sincePlan(t.db.kysely, 'customers', a.accountId, time);
+      const plan = await sincePlan(t.db.kysely, 'customers', a.accountId, time, {
+        direction: 'next',
+        boundary: null,
+        rows: 51,
+      });
+      // The times are spread evenly over ids: past SINCE_FEW_ROWS matches, a page of them lies
+      // among the newest SINCE_PROBE_ROWS, and the walk is taken without counting further.
       if (t.db.dialect === 'postgres') expect(plan).toBe('planner');
-      else expect(plan).toBe(ids.length > SINCE_RANGE_ROWS ? 'walk' : 'range');
+      else expect({ match, plan }).toEqual({ match, plan: ids.length > SINCE_FEW_ROWS ? 'walk' : 'range' });
       for (const list of ['/v1/customers', '/v1/points_transactions']) {
         const { forwards, backwards } = await walkPages(`${list}?updated_at_min=${new Date(time).toISOString()}`);
         const want =
@@ -100,5 +108,44 @@ describe('a list filtered by updated_at_min, on both of its plans', () => {
         expect({ match, list, backwards }).toEqual({ match, list, backwards: want });
       }
     }
+  }, 120_000);
+
+  it('reads old rows a time matches through the time index, when the newest ids hold none of them', async () => {
+    // More matches than SINCE_FEW_ROWS, all of them older than the newest SINCE_PROBE_ROWS ids:
+    // a walk would read those first, so the count up to SINCE_RANGE_ROWS decides (the time index).
+    const old = await createTenant(t.services);
+    const matching = SINCE_FEW_ROWS + 500;
+    const total = matching + SINCE_PROBE_ROWS + 500;
+    const numbers =
+      t.db.dialect === 'postgres'
+        ? sql`select i from generate_series(1, ${sql.lit(total)}) as i`
+        : sql`with recursive n(i) as (select 1 union all select i + 1 from n where i < ${sql.lit(total)}) select i from n`;
+    await sql`insert into customers (account_id, email, email_normalized, created_at, updated_at)
+      select ${old.accountId}, 'o' || i || '@example.com', 'o' || i || '@example.com', ${sql.lit(START)},
+        case when i <= ${sql.lit(matching)} then ${sql.lit(START + 5000)} else ${sql.lit(START)} end
+      from (${numbers}) as numbers order by i`.execute(t.db.kysely);
+    const ids = (
+      await t.db.kysely
+        .selectFrom('customers')
+        .select('id')
+        .where('account_id', '=', old.accountId)
+        .where('updated_at', '>=', START + 5000)
+        .orderBy('id', 'desc')
+        .execute()
+    ).map((row) => row.id);
+    expect(ids.length).toBe(matching);
+    const plan = (boundary: number | null) =>
+      sincePlan(t.db.kysely, 'customers', old.accountId, START + 5000, { direction: 'next', boundary, rows: 51 });
+    if (t.db.dialect === 'sqlite') {
+      expect(await plan(null)).toBe('range');
+      // From the newest match on, the matches are where the page starts: the walk.
+      expect(await plan(ids[0]! + 1)).toBe('walk');
+    }
+    const { forwards, backwards } = await walkPages(
+      `/v1/customers?updated_at_min=${new Date(START + 5000).toISOString()}`,
+      old,
+    );
+    expect(forwards).toEqual(ids);
+    expect(backwards).toEqual(ids);
   }, 120_000);
 });
