@@ -25,7 +25,7 @@ import { seedAccount } from './seed.js';
 
 /** The size of each account: the large one is the program after a year. */
 export const SIZES = {
-  empty: { rules: 50, customers: 100, loyalActivities: 0 },
+  empty: { rules: 50, customers: 100, loyalActivities: 100 },
   large: { rules: 10_000, customers: 1_000_000, loyalActivities: 100_000 },
 } as const;
 /** Ledger rows per customer: nine counted credits and an opening balance that does not count. */

@@ -14,6 +14,8 @@ import { DATA, log, wanted } from './settings.js';
 
 /** Each growth measurement is shorter than the main scenarios' (there are forty of them per engine). */
 const TIMING = { warmup: 1, duration: 4 };
+/** A read's run over one connection (GrowthRow.alone), seconds. */
+const ALONE_SECONDS = 3;
 /** The writes that go on during the tier change: fewer connections than the throughput runs. */
 const TIER_CHANGE_CONNECTIONS = 10;
 /** Their figures are taken in slices this long, for as long as the tier change runs. */
@@ -24,6 +26,11 @@ export interface GrowthRow {
   kind: 'read' | 'write';
   empty: Row;
   large: Row;
+  /**
+   * A read on the large account over one connection: a request's own time. At 50 connections the
+   * server is saturated and each request also waits behind the 49 others, whatever the data size.
+   */
+  alone?: Figures;
 }
 
 export interface TierChange {
@@ -218,7 +225,16 @@ export async function growthFigures(engine: 'sqlite' | 'postgres'): Promise<Grow
           TIMING,
         ),
       ];
-      if (empty && large) rows.push({ name: scenario.name, kind: scenario.kind, empty, large });
+      if (!empty || !large) continue;
+      const alone =
+        scenario.kind === 'read'
+          ? await wrk(scenario.load(server.url, data.large), ALONE_SECONDS, server.pids, database, 1)
+          : undefined;
+      if (alone)
+        log(
+          `    growth: ${scenario.name}, large, one connection: p50 ${alone.p50.toFixed(2)} ms, p99 ${alone.p99.toFixed(2)} ms`,
+        );
+      rows.push({ name: scenario.name, kind: scenario.kind, empty, large, ...(alone ? { alone } : {}) });
     }
     if (wanted('growth: tier change')) tierChange = await measureTierChange(url, server, data.large, database);
   } finally {
@@ -302,6 +318,7 @@ async function measureTierChange(
     slices: slices.length,
   };
   const progress = lines.at(-1)?.trim() ?? '';
+  log(`    slices (p99/max ms): ${slices.map((s) => `${s.p99.toFixed(0)}/${s.max.toFixed(0)}`).join(' ')}`);
   log(
     `    ${progress} in ${seconds.toFixed(1)} s (${lines.length} progress lines); writes before: p99 ${before.p99.toFixed(1)} ms, ` +
       `max ${before.max.toFixed(0)} ms; during (worst of ${slices.length} slices): p99 ${during.p99.toFixed(1)} ms, max ${during.max.toFixed(0)} ms`,

@@ -37,18 +37,22 @@ function growthTable(growth: GrowthReport | undefined, fixed: (value: number, di
     '### Growth: a program after a year (issue 33)',
     '',
     'One server, two accounts of one database, each route measured on both in turn (1 s warm-up, 3 runs of 4 s, ' +
-      'medians): an empty account (50 rules, 100 customers with 10 ledger entries each, 10 reward codes) and a large one ' +
+      'medians): an empty account (50 rules, 100 customers with 10 ledger entries each, one of them also with 100 orders on the ' +
+      'same rules so that their ledger fills a page, 10 reward codes) and a large one ' +
       '(10,000 rules; 1,000,000 customers with an identity and 10 ledger entries each; 100,000 reward codes; one customer ' +
       'with 100,000 orders, each credited by “Order” and the first three a day by “Order bonus”, a rolling limit of 3 a ' +
       'day). `updated_at_min` is chosen to match no row, the newest row only, or every row. The reads run before the ' +
-      'writes. Max is the slowest request of the three runs.',
+      'writes. Max is the slowest request of the three runs. At 50 connections the server is saturated and a request ' +
+      'also waits behind the 49 others (its latency is about 50 times its own time, whatever the data size), so a ' +
+      "read's p99 target is checked on the large account over one connection (3 s): the request's own time.",
     '',
-    '| route | empty req/s | large req/s | ratio | large p50 ms | large p99 ms | large max ms | target |',
-    '|---|---:|---:|---:|---:|---:|---:|---|',
+    '| route | empty req/s | large req/s | ratio | large p50 ms | large p99 ms | large max ms | large p99 ms, 1 connection | target |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---|',
     ...growth.rows.map((row) => {
       const ratio = row.large.rps / Math.max(1, row.empty.rps);
-      const p99 = row.kind === 'read' ? `, ${met(row.large.p99 <= GROWTH_P99_MS)} p99 ≤ ${GROWTH_P99_MS} ms` : '';
-      return `| ${row.name} | ${fixed(row.empty.rps)} | ${fixed(row.large.rps)} | ${fixed(ratio, 2)} | ${fixed(row.large.p50, 1)} | ${fixed(row.large.p99, 1)} | ${fixed(row.large.max)} | ${met(ratio >= GROWTH_RATIO)} ratio ≥ ${GROWTH_RATIO}${p99} |`;
+      const p99 = row.alone ? `, ${met(row.alone.p99 <= GROWTH_P99_MS)} p99 ≤ ${GROWTH_P99_MS} ms` : '';
+      const alone = row.alone ? fixed(row.alone.p99, 2) : '';
+      return `| ${row.name} | ${fixed(row.empty.rps)} | ${fixed(row.large.rps)} | ${fixed(ratio, 2)} | ${fixed(row.large.p50, 1)} | ${fixed(row.large.p99, 1)} | ${fixed(row.large.max)} | ${alone} | ${met(ratio >= GROWTH_RATIO)} ratio ≥ ${GROWTH_RATIO}${p99} |`;
     }),
   ];
   const change = growth.tierChange;
