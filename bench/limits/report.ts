@@ -1,6 +1,6 @@
 // docs/benchmarks.md from one run of `npm run bench`: the read ceilings, each engine's reads and
 // writes against their ceilings and issue 17's targets, the Node floor; nothing typed by hand.
-import { writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { join } from 'node:path';
 import { ROOT } from '../processes.js';
@@ -236,6 +236,19 @@ export function renderLimitsReport(started: Date, engines: EngineReport[], ceili
 /** Writes the report to docs/benchmarks.md; returns the path. */
 export function writeLimitsReport(started: Date, engines: EngineReport[], ceilings: Row[]): string {
   const file = join(ROOT, 'docs', 'benchmarks.md');
-  writeFileSync(file, renderLimitsReport(started, engines, ceilings));
+  const before = existsSync(file) ? previousTables(readFileSync(file, 'utf8')) : [];
+  writeFileSync(file, `${renderLimitsReport(started, engines, ceilings)}${before.join('\n')}`);
   return file;
 }
+
+/**
+ * The figures of the report a run replaces (its header and tables, without its own "before" or
+ * the explanations), one heading level down under "Before": each report shows the one it follows.
+ */
+function previousTables(text: string): string[] {
+  const figures = text.split(`\n${BEFORE_HEADING}`)[0]!.split('\n## How the ceilings are made')[0]!;
+  const lines = figures.split('\n').slice(1).join('\n').trim().split('\n');
+  return ['', BEFORE_HEADING, '', ...lines.map((line) => (line.startsWith('#') ? `#${line}` : line)), ''];
+}
+
+const BEFORE_HEADING = '## Before: the report this run replaced';
