@@ -33,9 +33,11 @@ export const SINCE_PROBE_ROWS = 1_000;
 export type SinceTable = 'customers' | 'points_transactions' | 'reward_fulfillments' | 'activities';
 
 /**
- * `range`: the time matches at most SINCE_RANGE_ROWS of the account's rows, read through the time
- * index; `walk`: it matches more, checked on each row of the account's id order; `planner`: no
- * time, or PostgreSQL, whose planner chooses.
+ * `range`: the page's ids are read through the time index (the time matches at most
+ * SINCE_FEW_ROWS of the account's rows, or at most SINCE_RANGE_ROWS and not where the page
+ * starts); `walk`: the time is checked on each row of the account's id order (it matches a page
+ * where the page starts, or more than SINCE_RANGE_ROWS); `planner`: no time, or PostgreSQL, whose
+ * planner chooses.
  */
 export type SincePlan = 'planner' | 'range' | 'walk';
 
@@ -44,12 +46,24 @@ export interface SincePage {
   direction: Direction;
   boundary: number | null;
   rows: number;
+  /**
+   * Whether the list has conditions besides the account and the time (a state, a customer): then
+   * a page of the time's matches where the page starts says nothing of the list's, and the look
+   * there is skipped (a walk could read the whole account to fill a page of a rare state).
+   */
+  narrowed: boolean;
+}
+
+/** Whether a list's filters hold any condition besides `updatedAtMin` (SincePage.narrowed). */
+export function narrowedBeyondTime(filters: { updatedAtMin?: number }): boolean {
+  return Object.entries(filters).some(([name, value]) => name !== 'updatedAtMin' && value !== undefined);
 }
 
 /**
  * The plan of a page of `table` for `updatedAtMin`: on SQLite, a count that stops past
- * SINCE_FEW_ROWS, then a look at the ids where the page starts, then a count that stops past
- * SINCE_RANGE_ROWS, each only when the one before did not decide.
+ * SINCE_FEW_ROWS, then (for a list without other conditions) a look at the ids where the page
+ * starts, then a count that stops past SINCE_RANGE_ROWS, each only when the one before did not
+ * decide.
  */
 export async function sincePlan(
   db: Kysely<Database>,
@@ -61,7 +75,7 @@ export async function sincePlan(
   if (updatedAtMin === undefined || db.getExecutor().adapter instanceof PostgresAdapter) return 'planner';
   const matched = (limit: number) => countSince(db, table, accountId, updatedAtMin, limit);
   if ((await matched(SINCE_FEW_ROWS)) <= SINCE_FEW_ROWS) return 'range';
-  if (await pageNear(db, table, accountId, updatedAtMin, page)) return 'walk';
+  if (!page.narrowed && (await pageNear(db, table, accountId, updatedAtMin, page))) return 'walk';
   return (await matched(SINCE_RANGE_ROWS)) <= SINCE_RANGE_ROWS ? 'range' : 'walk';
 }
 

@@ -1,7 +1,7 @@
 import { type ExpressionBuilder, type Kysely, type SelectQueryBuilder, sql, type Transaction } from 'kysely';
 import { isoTime } from '../common-schemas.js';
 import type { Direction } from '../pagination/cursor.js';
-import { sincePlan, sinceRef, unindexed } from '../pagination/since.js';
+import { narrowedBeyondTime, sincePlan, sinceRef, unindexed } from '../pagination/since.js';
 import { compiledQuery, pick } from '../storage/compiled-query.js';
 import type { Database, RewardFulfillmentRow } from '../storage/schema.js';
 import type { RewardFulfillment } from './schemas.js';
@@ -70,6 +70,7 @@ export async function findFulfillmentsPage(
     direction,
     boundary,
     rows,
+    narrowed: narrowedBeyondTime(filters),
   });
   const order = direction === 'next' ? 'desc' : 'asc';
   const matching = <O>(q: SelectQueryBuilder<Database, 'reward_fulfillments', O>) =>

@@ -410,31 +410,61 @@ class StatementCache {
 /** A statement, and for one that answers rows, what makes a row's object of its values. */
 interface Prepared {
   readonly statement: SqliteDatabase.Statement;
-  readonly toRow: ((values: unknown[]) => Record<string, unknown>) | undefined;
+  /** The row's shape: undefined for a statement that answers none, or whose rows are better-sqlite3's objects. */
+  shape: RowShape | undefined;
+}
+
+interface RowShape {
+  /** How many values a row has. */
+  readonly width: number;
+  readonly toRow: (values: unknown[]) => Record<string, unknown>;
 }
 
 /**
  * better-sqlite3 builds each row's object through V8's C++ API, a property at a time: for a page of
  * 50 customers (27 columns) that is most of the query's time. In raw mode it answers arrays, and a
  * function compiled once per statement makes objects of one shape from them, about three times
- * faster (120 µs a page against 400, better-sqlite3 12 on a 2-core EPYC). The names are
- * SQLite's, quoted by JSON.stringify; a name repeated (a join's `select *`) keeps the last value,
- * as better-sqlite3's objects do. A column named __proto__ (which a literal would take as the
- * object's prototype) keeps better-sqlite3's objects.
+ * faster (120 µs a page against 400, better-sqlite3 12 on a 2-core EPYC).
  */
 function prepare(database: SqliteDatabase.Database, text: string): Prepared {
   const statement = database.prepare(text);
-  if (!statement.reader) return { statement, toRow: undefined };
-  const names = statement.columns().map((column) => column.name);
-  if (names.includes('__proto__')) return { statement, toRow: undefined };
-  statement.raw(true);
-  const fields = names.map((name, i) => `${JSON.stringify(name)}: values[${i}]`).join(', ');
-  const toRow = new Function('values', `return { ${fields} };`) as Prepared['toRow'];
-  return { statement, toRow };
+  const shape = statement.reader ? rowShape(statement) : undefined;
+  if (shape) statement.raw(true);
+  return { statement, shape };
 }
 
-function run({ statement, toRow }: Prepared, parameters: readonly unknown[]): QueryResult<unknown> {
-  if (toRow) return { rows: (statement.all(parameters) as unknown[][]).map(toRow) };
+/**
+ * The shape of the statement's rows as its columns are now. The names are SQLite's, quoted by
+ * JSON.stringify; a name repeated (a join's `select *`) keeps the last value, as better-sqlite3's
+ * objects do. A column named __proto__ (which a literal would take as the object's prototype)
+ * keeps better-sqlite3's objects: undefined.
+ */
+function rowShape(statement: SqliteDatabase.Statement): RowShape | undefined {
+  const names = statement.columns().map((column) => column.name);
+  if (names.includes('__proto__')) return undefined;
+  const fields = names.map((name, i) => `${JSON.stringify(name)}: values[${i}]`).join(', ');
+  const toRow = new Function('values', `return { ${fields} };`) as RowShape['toRow'];
+  return { width: names.length, toRow };
+}
+
+function run(prepared: Prepared, parameters: readonly unknown[]): QueryResult<unknown> {
+  const { statement } = prepared;
+  if (prepared.shape) {
+    const rows = statement.all(parameters) as unknown[][];
+    // SQLite prepares a statement again by itself when another connection changed the schema
+    // (`select *` of a table that gained or lost a column): its rows then have another width.
+    if (rows.length > 0 && rows[0]!.length !== prepared.shape.width) {
+      prepared.shape = rowShape(statement);
+      if (!prepared.shape) {
+        // A column named __proto__ now: these rows made one by one (never run twice: it may have
+        // written), better-sqlite3's objects from now on.
+        statement.raw(false);
+        const names = statement.columns().map((column) => column.name);
+        return { rows: rows.map((values) => Object.fromEntries(names.map((name, i) => [name, values[i]]))) };
+      }
+    }
+    return { rows: rows.map(prepared.shape.toRow) };
+  }
   if (statement.reader) return { rows: statement.all(parameters) };
   const { changes, lastInsertRowid } = statement.run(parameters);
   return { numAffectedRows: BigInt(changes), insertId: BigInt(lastInsertRowid), rows: [] };

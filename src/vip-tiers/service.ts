@@ -292,25 +292,26 @@ export class VipTiersService {
     const { accountId } = await this.uow.run((w) => this.require(w, id));
     const run = { placed: 0, moved: 0 };
     const pace = new BatchPace(WRITE_BATCH);
-    for (let emptied = false; !emptied; ) {
+    for (;;) {
       const size = pace.next();
-      emptied = await this.uow.run(async (w) => {
+      // How many members this batch moved out: none once the tier is gone (deleted here when empty).
+      const batch = await this.uow.run(async (w) => {
         await lockAccountTiers(w.trx, accountId);
-        if (!(await findTier(w.trx, id))) return true;
+        if (!(await findTier(w.trx, id))) return 0;
         const members = await findTierMembers(w.trx, id, size);
         if (members.length === 0) {
           await deleteTier(w.trx, id);
-          return true;
+          return 0;
         }
         // Moved out before the tier goes: its row names their previous tier in the changes, and the
         // foreign key's ON DELETE SET NULL would otherwise move them to no tier unseen.
         run.moved += await this.placeBatch(w, accountId, await findProgram(w.trx, accountId), members, id);
         run.placed += members.length;
-        return false;
+        return members.length;
       });
-      if (emptied) break;
+      if (batch === 0) break;
       progress?.({ ...run });
-      await pace.rest(size);
+      await pace.rest(batch);
     }
     return { deleted: true };
   }
@@ -397,6 +398,7 @@ export class VipTiersService {
       }
       after = due[due.length - 1]!;
       for (let i = 0; i < due.length; ) {
+        if (performance.now() > until) return false;
         const batch = due.slice(i, i + pace.next());
         i += batch.length;
         run.moved += await this.uow.run(async (w) => {

@@ -1,60 +1,76 @@
 import { describe, expect, it } from 'vitest';
-import { BATCH_MS, BatchPace } from '../../src/storage/batch-pace.js';
+import { BATCH_MS, BatchPace, type PaceTime } from '../../src/storage/batch-pace.js';
 
 // Batches of long background work sized by time (src/storage/batch-pace.ts): a batch that takes
 // longer than BATCH_MS makes the next smaller, a quick one makes it larger up to the maximum, and
-// the work rests as long as each batch took.
+// the work rests as long as each batch took. The pace's time is a fake one here, moved by the test.
 
-/** Holds the thread for `ms`, as a transaction holds the write lock. */
-function work(ms: number): void {
-  const end = performance.now() + ms;
-  while (performance.now() < end) {}
+/** A clock the test moves: `work` as a batch holding the lock, and the rests the pace asks for. */
+class FakeTime implements PaceTime {
+  at = 0;
+  readonly rests: number[] = [];
+
+  now(): number {
+    return this.at;
+  }
+
+  async sleep(ms: number): Promise<void> {
+    this.rests.push(ms);
+    this.at += ms;
+  }
+
+  work(ms: number): void {
+    this.at += ms;
+  }
 }
 
-/** Runs `batches` batches that cost `msPerRow` each row; the sizes taken, and each rest's length. */
-async function run(pace: BatchPace, batches: number, msPerRow: number): Promise<{ sizes: number[]; rests: number[] }> {
+/** Runs `batches` batches that cost `msPerRow` a row; the sizes the pace took. */
+async function run(pace: BatchPace, time: FakeTime, batches: number, msPerRow: number): Promise<number[]> {
   const sizes: number[] = [];
-  const rests: number[] = [];
   for (let i = 0; i < batches; i++) {
     const rows = pace.next();
     sizes.push(rows);
-    work(rows * msPerRow);
-    const resting = performance.now();
+    time.work(rows * msPerRow);
     await pace.rest(rows);
-    rests.push(performance.now() - resting);
   }
-  return { sizes, rests };
+  return sizes;
 }
 
 describe('a batch pace', () => {
-  it('shrinks batches that take longer than BATCH_MS towards the size that fits', async () => {
-    // 1 ms a row: 50 rows take 50 ms, and BATCH_MS rows would take BATCH_MS.
-    const { sizes, rests } = await run(new BatchPace(200), 6, 1);
-    expect(sizes[0]).toBe(50);
-    for (let i = 1; i < sizes.length; i++) expect(sizes[i]!).toBeLessThanOrEqual(sizes[i - 1]!);
-    expect(sizes[1]!).toBeLessThan(sizes[0]!);
-    expect(sizes.at(-1)!).toBeLessThanOrEqual(BATCH_MS * 1.5);
-    // Each rest lasts about as long as its batch worked (timers fire no earlier than asked).
-    for (const [i, rest] of rests.entries()) expect(rest).toBeGreaterThanOrEqual(sizes[i]! * 1 - 2);
+  it('shrinks batches that take longer than BATCH_MS halfway to the size that fits, and rests as long as each took', async () => {
+    const time = new FakeTime();
+    // 1 ms a row: BATCH_MS rows take BATCH_MS.
+    const sizes = await run(new BatchPace(200, 50, time), time, 5, 1);
+    expect(sizes).toEqual([50, 30, 20, 15, 13]);
+    expect(time.rests).toEqual([50, 30, 20, 15, 13]);
+    expect(BATCH_MS).toBe(10);
   });
 
   it('grows quick batches up to its maximum, and never past it', async () => {
-    const { sizes } = await run(new BatchPace(120), 6, 0.001);
-    expect(sizes[1]!).toBeGreaterThan(sizes[0]!);
-    expect(Math.max(...sizes)).toBe(120);
+    const time = new FakeTime();
+    // 0.01 ms a row: 50 rows take 0.5 ms, and 1,000 would fit in BATCH_MS.
+    const sizes = await run(new BatchPace(300, 50, time), time, 4, 0.01);
+    expect(sizes).toEqual([50, 300, 300, 300]);
   });
 
-  it('never goes below ten rows a batch', async () => {
-    const { sizes } = await run(new BatchPace(200, 20), 4, 5);
-    expect(Math.min(...sizes)).toBe(10);
-    expect(sizes.at(-1)).toBe(10);
+  it('never goes below ten rows a batch, nor above a maximum under ten', async () => {
+    const time = new FakeTime();
+    expect(await run(new BatchPace(200, 20, time), time, 4, 5)).toEqual([20, 11, 10, 10]);
+    const small = new FakeTime();
+    expect(await run(new BatchPace(3, 50, small), small, 2, 100)).toEqual([3, 3]);
   });
 
   it('keeps the size after a short last batch (fewer rows than it asked for)', async () => {
-    const pace = new BatchPace(200);
+    const time = new FakeTime();
+    const pace = new BatchPace(200, 50, time);
     expect(pace.next()).toBe(50);
-    work(40);
+    time.work(40);
     await pace.rest(3);
     expect(pace.next()).toBe(50);
+    expect(time.rests).toEqual([40]);
+  });
+
+  it('refuses a maximum under one row, which would never get through its work', () => {
+    expect(() => new BatchPace(0)).toThrow(RangeError);
   });
 });
