@@ -23,7 +23,7 @@ function recordSqlite(): void {
       statement[method] = function (this: unknown, ...args: unknown[]) {
         const result = original.apply(this, args);
         if (recording) {
-          const returned = method === 'all' || method === 'get' ? idsOf(result) : [];
+          const returned = method === 'all' || method === 'get' ? idsOf(asObjects(statement, result)) : [];
           recording.push({ sql: text, method, params: args, ...(returned.length ? { returned } : {}) });
         }
         return result;
@@ -31,6 +31,13 @@ function recordSqlite(): void {
     }
     return statement;
   };
+}
+
+/** Rows as objects: the service's driver reads in raw mode (arrays, src/storage/sqlite-driver.ts). */
+function asObjects(statement: Record<string, unknown>, result: unknown): unknown {
+  if (!Array.isArray(result) || !Array.isArray(result[0])) return result;
+  const names = (statement.columns as () => { name: string }[]).call(statement).map((column) => column.name);
+  return (result as unknown[][]).map((values) => Object.fromEntries(names.map((name, i) => [name, values[i]])));
 }
 
 /** Records every query the pg client sends while `recording` is set. */
