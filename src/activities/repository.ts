@@ -1,7 +1,7 @@
 import type { Kysely, SelectQueryBuilder, Transaction } from 'kysely';
 import { isoTime } from '../common-schemas.js';
 import type { Direction } from '../pagination/cursor.js';
-import { narrowedBeyondTime, sincePlan, sinceRef, unindexed } from '../pagination/since.js';
+import { sincePlan, sinceRef, unindexed } from '../pagination/since.js';
 import { compiledQuery, pick } from '../storage/compiled-query.js';
 import type { ActivityRow, Database } from '../storage/schema.js';
 import type { Activity } from './schemas.js';
@@ -76,12 +76,7 @@ export async function findActivitiesPage(
   boundary: number | null,
   rows: number,
 ): Promise<ListedActivity[]> {
-  const plan = await sincePlan(db, 'activities', accountId, filters.updatedAtMin, {
-    direction,
-    boundary,
-    rows,
-    narrowed: narrowedBeyondTime(filters),
-  });
+  const plan = await sincePlan(db, 'activities', accountId, filters, { direction, boundary, rows });
   const order = direction === 'next' ? 'desc' : 'asc';
   // The filters on activities alone, so that the range plan can pick its ids without the join.
   const matching = <O>(q: SelectQueryBuilder<Database, 'activities', O>) =>

@@ -1,6 +1,6 @@
 import { type Kysely, PostgresAdapter, type SelectQueryBuilder, sql, type Transaction } from 'kysely';
 import type { Direction } from '../pagination/cursor.js';
-import { narrowedBeyondTime, sincePlan, sinceRef, unindexed } from '../pagination/since.js';
+import { sincePlan, sinceRef, unindexed } from '../pagination/since.js';
 import { compiledQuery, pick } from '../storage/compiled-query.js';
 import type { CustomerRow, CustomerState, Database } from '../storage/schema.js';
 import { type StoredPlacement, toStoredPlacement } from '../vip-tiers/periods.js';
@@ -189,12 +189,7 @@ export async function findCustomersPage(
   boundary: number | null,
   rows: number,
 ): Promise<StoredCustomer[]> {
-  const plan = await sincePlan(db, 'customers', accountId, filters.updatedAtMin, {
-    direction,
-    boundary,
-    rows,
-    narrowed: narrowedBeyondTime(filters),
-  });
+  const plan = await sincePlan(db, 'customers', accountId, filters, { direction, boundary, rows });
   const order = direction === 'next' ? 'desc' : 'asc';
   const matching = <O>(q: SelectQueryBuilder<Database, 'customers', O>) =>
     q

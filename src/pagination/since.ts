@@ -46,36 +46,29 @@ export interface SincePage {
   direction: Direction;
   boundary: number | null;
   rows: number;
-  /**
-   * Whether the list has conditions besides the account and the time (a state, a customer): then
-   * a page of the time's matches where the page starts says nothing of the list's, and the look
-   * there is skipped (a walk could read the whole account to fill a page of a rare state).
-   */
-  narrowed: boolean;
-}
-
-/** Whether a list's filters hold any condition besides `updatedAtMin` (SincePage.narrowed). */
-export function narrowedBeyondTime(filters: { updatedAtMin?: number }): boolean {
-  return Object.entries(filters).some(([name, value]) => name !== 'updatedAtMin' && value !== undefined);
 }
 
 /**
- * The plan of a page of `table` for `updatedAtMin`: on SQLite, a count that stops past
- * SINCE_FEW_ROWS, then (for a list without other conditions) a look at the ids where the page
- * starts, then a count that stops past SINCE_RANGE_ROWS, each only when the one before did not
- * decide.
+ * The plan of a page of `table` for the list's `filters`: on SQLite, when they hold `updatedAtMin`,
+ * a count that stops past SINCE_FEW_ROWS, then a look at the ids where the page starts, then a
+ * count that stops past SINCE_RANGE_ROWS, each only when the one before did not decide. The look is
+ * skipped for a list with other conditions (a state, a customer): a page of the time's matches
+ * there says nothing of the list's, and a walk could read the whole account to fill a page of a
+ * rare state.
  */
 export async function sincePlan(
   db: Kysely<Database>,
   table: SinceTable,
   accountId: number,
-  updatedAtMin: number | undefined,
+  filters: { updatedAtMin?: number },
   page: SincePage,
 ): Promise<SincePlan> {
+  const { updatedAtMin } = filters;
   if (updatedAtMin === undefined || db.getExecutor().adapter instanceof PostgresAdapter) return 'planner';
   const matched = (limit: number) => countSince(db, table, accountId, updatedAtMin, limit);
   if ((await matched(SINCE_FEW_ROWS)) <= SINCE_FEW_ROWS) return 'range';
-  if (!page.narrowed && (await pageNear(db, table, accountId, updatedAtMin, page))) return 'walk';
+  const narrowed = Object.entries(filters).some(([name, value]) => name !== 'updatedAtMin' && value !== undefined);
+  if (!narrowed && (await pageNear(db, table, accountId, updatedAtMin, page))) return 'walk';
   return (await matched(SINCE_RANGE_ROWS)) <= SINCE_RANGE_ROWS ? 'range' : 'walk';
 }
 

@@ -1,7 +1,7 @@
 import type { Kysely, SelectQueryBuilder, Transaction } from 'kysely';
 import { isoTime } from '../common-schemas.js';
 import type { Direction } from '../pagination/cursor.js';
-import { narrowedBeyondTime, sincePlan, sinceRef, unindexed } from '../pagination/since.js';
+import { sincePlan, sinceRef, unindexed } from '../pagination/since.js';
 import { compiledQuery, pick } from '../storage/compiled-query.js';
 import type { Database, NewPointsTransaction, PointsTransactionRow } from '../storage/schema.js';
 import type { PointsTransaction } from './schemas.js';
@@ -80,12 +80,7 @@ export async function findPointsTransactionsPage(
   boundary: number | null,
   rows: number,
 ): Promise<PointsTransaction[]> {
-  const plan = await sincePlan(db, 'points_transactions', accountId, filters.updatedAtMin, {
-    direction,
-    boundary,
-    rows,
-    narrowed: narrowedBeyondTime(filters),
-  });
+  const plan = await sincePlan(db, 'points_transactions', accountId, filters, { direction, boundary, rows });
   const order = direction === 'next' ? 'desc' : 'asc';
   const matching = <O>(q: SelectQueryBuilder<Database, 'points_transactions', O>) =>
     q

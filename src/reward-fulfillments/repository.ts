@@ -1,7 +1,7 @@
 import { type ExpressionBuilder, type Kysely, type SelectQueryBuilder, sql, type Transaction } from 'kysely';
 import { isoTime } from '../common-schemas.js';
 import type { Direction } from '../pagination/cursor.js';
-import { narrowedBeyondTime, sincePlan, sinceRef, unindexed } from '../pagination/since.js';
+import { sincePlan, sinceRef, unindexed } from '../pagination/since.js';
 import { compiledQuery, pick } from '../storage/compiled-query.js';
 import type { Database, RewardFulfillmentRow } from '../storage/schema.js';
 import type { RewardFulfillment } from './schemas.js';
@@ -66,12 +66,7 @@ export async function findFulfillmentsPage(
 ): Promise<RewardFulfillment[]> {
   const { direction, boundary, rows, now } = page;
   const usage = filters.usageStatus;
-  const plan = await sincePlan(db, 'reward_fulfillments', accountId, filters.updatedAtMin, {
-    direction,
-    boundary,
-    rows,
-    narrowed: narrowedBeyondTime(filters),
-  });
+  const plan = await sincePlan(db, 'reward_fulfillments', accountId, filters, { direction, boundary, rows });
   const order = direction === 'next' ? 'desc' : 'asc';
   const matching = <O>(q: SelectQueryBuilder<Database, 'reward_fulfillments', O>) =>
     q

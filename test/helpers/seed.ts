@@ -1,3 +1,4 @@
+import { type RawBuilder, sql } from 'kysely';
 import { systemClock } from '../../src/clock.js';
 import { createServices, type Services } from '../../src/services.js';
 import { openDb } from '../../src/storage/db.js';
@@ -29,4 +30,11 @@ export function seedTenant(
     await prepare(services, tenant);
     return tenant;
   });
+}
+
+/** A query of the integers 1 to `count` (column `i`) on `dialect`: the rows a bulk seed inserts from. */
+export function integersUpTo(dialect: 'sqlite' | 'postgres', count: number): RawBuilder<{ i: number }> {
+  return dialect === 'postgres'
+    ? sql`select i from generate_series(1, ${sql.lit(count)}) as i`
+    : sql`with recursive n(i) as (select 1 union all select i + 1 from n where i < ${sql.lit(count)}) select i from n`;
 }

@@ -1,7 +1,9 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { CustomerFilters } from '../../src/customers/repository.js';
 import { SINCE_FEW_ROWS, SINCE_PROBE_ROWS, SINCE_RANGE_ROWS, sincePlan } from '../../src/pagination/since.js';
 import { bearer, createTenant, createTestApp, type Tenant, type TestApp } from '../helpers/app.js';
+import { integersUpTo } from '../helpers/seed.js';
 
 // A list filtered by updated_at_min reads its page through the time index or by walking ids
 // (src/pagination/since.ts). Both plans must answer the same pages: here every page of times that
@@ -18,10 +20,7 @@ const updatedAt = (k: number) => START + ((k * 7919) % ROWS) * 1000;
 beforeAll(async () => {
   t = await createTestApp();
   a = await createTenant(t.services);
-  const numbers =
-    t.db.dialect === 'postgres'
-      ? sql`select i from generate_series(1, ${sql.lit(ROWS)}) as i`
-      : sql`with recursive n(i) as (select 1 union all select i + 1 from n where i < ${sql.lit(ROWS)}) select i from n`;
+  const numbers = integersUpTo(t.db.dialect, ROWS);
   await sql`insert into customers (account_id, email, email_normalized, created_at, updated_at)
     select ${a.accountId}, 'c' || i || '@example.com', 'c' || i || '@example.com', ${sql.lit(START)},
       ${sql.lit(START)} + ((i * 7919) % ${sql.lit(ROWS)}) * 1000
@@ -81,12 +80,13 @@ describe('a list filtered by updated_at_min, on both of its plans', () => {
     for (const [match, time] of Object.entries(times) as [keyof typeof times, number][]) {
       const ids = customers.filter((row) => Number(row.updated_at) >= time).map((row) => row.id);
       expect(ids.length).toBe(expected[match]);
-      const plan = await sincePlan(t.db.kysely, 'customers', a.accountId, time, {
-        direction: 'next',
-        boundary: null,
-        rows: 51,
-        narrowed: false,
-      });
+      const plan = await sincePlan(
+        t.db.kysely,
+        'customers',
+        a.accountId,
+        { updatedAtMin: time },
+        { direction: 'next', boundary: null, rows: 51 },
+      );
       // The times are spread evenly over ids: past SINCE_FEW_ROWS matches, a page of them lies
       // among the newest SINCE_PROBE_ROWS, and the walk is taken without counting further.
       if (t.db.dialect === 'postgres') expect(plan).toBe('planner');
@@ -117,10 +117,7 @@ describe('a list filtered by updated_at_min, on both of its plans', () => {
     const old = await createTenant(t.services);
     const matching = SINCE_FEW_ROWS + 500;
     const total = matching + SINCE_PROBE_ROWS + 500;
-    const numbers =
-      t.db.dialect === 'postgres'
-        ? sql`select i from generate_series(1, ${sql.lit(total)}) as i`
-        : sql`with recursive n(i) as (select 1 union all select i + 1 from n where i < ${sql.lit(total)}) select i from n`;
+    const numbers = integersUpTo(t.db.dialect, total);
     await sql`insert into customers (account_id, email, email_normalized, created_at, updated_at)
       select ${old.accountId}, 'o' || i || '@example.com', 'o' || i || '@example.com', ${sql.lit(START)},
         case when i <= ${sql.lit(matching)} then ${sql.lit(START + 5000)} else ${sql.lit(START)} end
@@ -135,20 +132,17 @@ describe('a list filtered by updated_at_min, on both of its plans', () => {
         .execute()
     ).map((row) => row.id);
     expect(ids.length).toBe(matching);
-    const plan = (boundary: number | null, narrowed = false) =>
-      sincePlan(t.db.kysely, 'customers', old.accountId, START + 5000, {
-        direction: 'next',
-        boundary,
-        rows: 51,
-        narrowed,
-      });
+    const plan = (boundary: number | null, state?: 'member') => {
+      const filters: CustomerFilters = { updatedAtMin: START + 5000, state };
+      return sincePlan(t.db.kysely, 'customers', old.accountId, filters, { direction: 'next', boundary, rows: 51 });
+    };
     if (t.db.dialect === 'sqlite') {
       expect(await plan(null)).toBe('range');
       // From the newest match on, the matches are where the page starts: the walk.
       expect(await plan(ids[0]! + 1)).toBe('walk');
       // Unless the list has another condition (a state): the matches there say nothing of the
       // list's, and the count decides.
-      expect(await plan(ids[0]! + 1, true)).toBe('range');
+      expect(await plan(ids[0]! + 1, 'member')).toBe('range');
     }
     const { forwards, backwards } = await walkPages(
       `/v1/customers?updated_at_min=${new Date(START + 5000).toISOString()}`,

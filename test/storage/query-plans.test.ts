@@ -2,6 +2,7 @@ import { CompiledQuery, sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, createTenant, createTestApp, type Tenant, type TestApp, testEngine } from '../helpers/app.js';
 import { fixedRule, program } from '../helpers/engine.js';
+import { integersUpTo } from '../helpers/seed.js';
 
 // Plans that cannot regress (issue 33): every statement the hot routes run (lists with each of
 // their filters, a customer, activities, purchases, identities, rewards used and cancelled) is
@@ -152,10 +153,7 @@ beforeAll(async () => {
 /** SEEDED customers of the account, changed at `at`, a ledger entry each, and a code for every tenth. */
 async function seed(accountId: number, at: number) {
   const db = t.db.kysely;
-  const numbers =
-    t.db.dialect === 'postgres'
-      ? sql`select i from generate_series(1, ${sql.lit(SEEDED)}) as i`
-      : sql`with recursive n(i) as (select 1 union all select i + 1 from n where i < ${sql.lit(SEEDED)}) select i from n`;
+  const numbers = integersUpTo(t.db.dialect, SEEDED);
   await sql`insert into customers (account_id, email, email_normalized, referral_code, created_at, updated_at)
     select ${accountId}, 'seed' || i || '@example.com', 'seed' || i || '@example.com', 'SEED' || i, ${at}, ${at}
     from (${numbers}) as numbers`.execute(db);

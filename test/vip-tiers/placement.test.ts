@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { PlacementRun } from '../../src/vip-tiers/service.js';
 import { createTenant, createTestApp, type Tenant, type TestApp } from '../helpers/app.js';
+import { integersUpTo } from '../helpers/seed.js';
 
 // A tier change places the account's customers again a batch per transaction (issue 33): more
 // customers here than one batch holds, on both engines, with credits racing the batches, a
@@ -24,10 +25,7 @@ afterEach(async () => t.close());
 /** `count` customers, the k-th with (k · 37) mod 1,000 points earned, through the ledger. */
 async function seedCustomers(accountId: number, count: number): Promise<void> {
   const db = t.db.kysely;
-  const numbers =
-    t.db.dialect === 'postgres'
-      ? sql`select i from generate_series(1, ${sql.lit(count)}) as i`
-      : sql`with recursive n(i) as (select 1 union all select i + 1 from n where i < ${sql.lit(count)}) select i from n`;
+  const numbers = integersUpTo(t.db.dialect, count);
   const now = t.clock.now();
   await sql`insert into customers (account_id, email, email_normalized, referral_code, created_at, updated_at)
     select ${accountId}, 'c' || i || '@example.com', 'c' || i || '@example.com', 'C' || i, ${now}, ${now}
