@@ -23,15 +23,17 @@ import { UnitOfWork } from '../src/storage/unit-of-work.js';
 import { PG_URL, ROOT } from './processes.js';
 import { seedAccount } from './seed.js';
 
-/** The size of each account: the large one is the issue's program after a year. */
+/**
+ * The size of each account: the large one is the issue's program after a year. One customer in
+ * `codeEvery` holds a reward code: 100,000 in the large account, and a full page (100) in the
+ * empty one, so that both accounts' fulfillment lists answer pages of the same length.
+ */
 export const SIZES = {
-  empty: { rules: 50, customers: 100, loyalActivities: 100 },
-  large: { rules: 10_000, customers: 1_000_000, loyalActivities: 100_000 },
+  empty: { rules: 50, customers: 100, loyalActivities: 100, codeEvery: 1 },
+  large: { rules: 10_000, customers: 1_000_000, loyalActivities: 100_000, codeEvery: 10 },
 } as const;
 /** Ledger rows per customer: nine counted credits and an opening balance that does not count. */
 const CREDITS_PER_CUSTOMER = 9;
-/** One customer in ten holds a reward code: 100,000 in the large account. */
-const CODE_EVERY = 10;
 /** Milestones of the seeded tiers (points earned run from 9 to 3,600, about 1,800 on average). */
 const TIERS = [
   { name: 'Silver', milestone: 500 },
@@ -283,7 +285,7 @@ async function build(
         await step('the loyal customer’s orders', loyalActivitiesSql(a, size.loyalActivities, end));
         await step('their credits', loyalCreditsSql(a));
       }
-      await step('reward codes', codesSql(a, end));
+      await step('reward codes', codesSql(a, size.codeEvery, end));
     }
     const accounts = `${data.empty.accountId}, ${data.large.accountId}`;
     const at = Date.now();
@@ -308,7 +310,7 @@ async function account(
   services: Services,
   db: Parameters<typeof seedAccount>[1],
   name: string,
-  size: { rules: number; customers: number },
+  size: { rules: number; customers: number; codeEvery: number },
   log: (line: string) => void,
 ): Promise<GrowthAccount> {
   const seeded = await seedAccount(services, db, name, size.rules, size.customers, log);
@@ -326,7 +328,7 @@ async function account(
     firstCustomer: first,
     lastCustomer: seeded.customerId(size.customers - 1),
     loyalCustomer: first,
-    customerWithCode: first + CODE_EVERY,
+    customerWithCode: first + size.codeEvery,
   };
 }
 
@@ -394,10 +396,10 @@ function loyalCreditsSql(a: GrowthAccount): string {
 }
 
 /**
- * Reward codes for one customer in ten, issued over the year: one in seven used, one in five
+ * Reward codes for one customer in `every`, issued over the year: one in seven used, one in five
  * expiring 90 days after issue; the loyal customer's is the newest (issued at `end`).
  */
-function codesSql(a: GrowthAccount, end: number): string {
+function codesSql(a: GrowthAccount, every: number, end: number): string {
   const span = (YEAR_MS - DAY_MS) / 1000;
   return `
     insert into reward_fulfillments
@@ -413,7 +415,7 @@ function codesSql(a: GrowthAccount, end: number): string {
         case when id = ${a.loyalCustomer} then ${end}
              else ${end - YEAR_MS} + ((cast(id as bigint) * 104729) % ${span}) * 1000 end as t
       from customers
-      where account_id = ${a.accountId} and (id - ${a.firstCustomer}) % ${CODE_EVERY} = 0
+      where account_id = ${a.accountId} and (id - ${a.firstCustomer}) % ${every} = 0
     ) s
     order by id`;
 }

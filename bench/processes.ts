@@ -94,19 +94,21 @@ export async function stopChild(child: ChildProcess): Promise<void> {
 }
 
 /**
- * Starts the built service (`dist/server.js`) on a free port with `workers` processes, rate
- * limiting off and no log line per request; `nodeOptions` go to Node (`--cpu-prof`, …), `env` adds settings.
- * Resolves once every worker runs and the port answers.
+ * Starts the built service (`dist/server.js` of `root`, this checkout unless another is named) on
+ * a free port with `workers` processes, rate limiting off and no log line per request;
+ * `nodeOptions` go to Node (`--cpu-prof`, …), `env` adds settings. Resolves once every worker runs
+ * and the port answers.
  */
 export async function startService(
   databaseUrl: string,
   workers: number,
   nodeOptions: string[] = [],
   env: Record<string, string> = {},
+  root = ROOT,
 ): Promise<Server> {
   const port = await freePort();
   const child = spawn(process.execPath, [...nodeOptions, 'dist/server.js'], {
-    cwd: ROOT,
+    cwd: root,
     env: {
       PATH: process.env.PATH ?? '',
       DATABASE_URL: databaseUrl,

@@ -38,7 +38,7 @@ function growthTable(growth: GrowthReport | undefined, fixed: (value: number, di
     '',
     'One server, two accounts of one database, each route measured on both in turn (1 s warm-up, 3 runs of 4 s, ' +
       'medians): an empty account (50 rules, 100 customers with 10 ledger entries each, one of them also with 100 orders on the ' +
-      'same rules so that their ledger fills a page, 10 reward codes) and a large one ' +
+      'same rules so that their ledger fills a page, 100 reward codes so that they fill one too) and a large one ' +
       '(10,000 rules; 1,000,000 customers with an identity and 10 ledger entries each; 100,000 reward codes; one customer ' +
       'with 100,000 orders, each credited by “Order” and the first three a day by “Order bonus”, a rolling limit of 3 a ' +
       'day). `updated_at_min` is chosen to match no row, the newest row only, or every row. The reads run before the ' +
