@@ -13,14 +13,5 @@ export const customersRoom = defineRoom({
   name: 'customers',
   routes,
   service: ({ clock, db, uow, services, referralBaseUrl }) =>
-    new CustomersService(
-      db.kysely,
-      uow,
-      clock,
-      services.accounts,
-      services.vipTiers,
-      services.events,
-      referralBaseUrl,
-      services.pointsSettings,
-    ),
+    new CustomersService(db.kysely, uow, clock, services.accounts, services.vipTiers, services.events, referralBaseUrl),
 });

@@ -7,7 +7,6 @@ import { DomainError, invalidParameter, notFound } from '../errors.js';
 import type { EventsService } from '../events/service.js';
 import { Cursors, keysetPage, type PageMetadata } from '../pagination/keyset.js';
 import { DEFAULT_LIMIT } from '../pagination/schemas.js';
-import type { PointsSettingsService } from '../points-settings/service.js';
 import { newReferralCode, referralUrl } from '../referrals/code.js';
 import type { CustomerState, Database, VipProgramType } from '../storage/schema.js';
 import type { UnitOfWork, Work } from '../storage/unit-of-work.js';
@@ -15,7 +14,7 @@ import { DAY_MS, parseTime } from '../time.js';
 import { validate } from '../validate.js';
 import { nextTier } from '../vip-tiers/periods.js';
 import type { VipTier } from '../vip-tiers/schemas.js';
-import type { VipTiersService } from '../vip-tiers/service.js';
+import type { VipProgram, VipTiersService } from '../vip-tiers/service.js';
 import {
   addEarnedBeforeImport,
   type CustomerFilters,
@@ -108,7 +107,6 @@ export class CustomersService {
     private readonly events: EventsService,
     /** Where referral URLs point: REFERRAL_BASE_URL, else the server's address and `/r`. */
     private readonly referralBase: string,
-    private readonly pointsSettings: PointsSettingsService,
   ) {
     this.cursors = new Cursors(db, clock);
   }
@@ -395,23 +393,14 @@ export class CustomersService {
     this.events.record(w, customer.accountId, type, { customer: await this.shownIn(w, customer) });
   }
 
-  /** What showing the account's customers needs: its VIP program and its points expiry. */
+  /** What showing the account's customers needs: its VIP program and its points expiry (one read). */
   private async program(accountId: number): Promise<ShownProgram> {
-    const [program, expiryDays] = await Promise.all([
-      this.vipTiers.program(accountId),
-      this.pointsSettings.expiryDays(accountId),
-    ]);
-    return { vipProgram: program.type, tiers: program.tiers, expiryDays };
+    return shownProgram(await this.vipTiers.program(accountId));
   }
 
-  /** The same, read once per unit of work in its transaction. */
+  /** The same, read once per unit of work in its transaction (the read that places its customers). */
   private async programIn(w: Work, accountId: number): Promise<ShownProgram> {
-    const program = await this.vipTiers.programIn(w, accountId);
-    return {
-      vipProgram: program.type,
-      tiers: program.tiers,
-      expiryDays: await this.pointsSettings.expiryIn(w, accountId),
-    };
+    return shownProgram(await this.vipTiers.programIn(w, accountId));
   }
 
   /**
@@ -445,16 +434,16 @@ export class CustomersService {
   }
 }
 
-/**
- * The API form of a customer: `tiers` are the account's, ascending milestone; `referralBase` is
- * where referral URLs point.
- */
 /** What a customer is shown with besides their row: the account's tiers and its points expiry. */
 export interface ShownProgram {
   vipProgram: VipProgramType;
   tiers: readonly VipTier[];
   /** Days of inactivity before a balance expires; null: never. */
   expiryDays: number | null;
+}
+
+function shownProgram(program: VipProgram): ShownProgram {
+  return { vipProgram: program.type, tiers: program.tiers, expiryDays: program.pointsExpiryDays };
 }
 
 /**
@@ -467,6 +456,10 @@ export function balanceExpiresAt(customer: StoredCustomer, lifetimeMs: number | 
   return customer.lastActiveAt === null ? null : customer.lastActiveAt + lifetimeMs;
 }
 
+/**
+ * The API form of a customer: `tiers` are the account's, ascending milestone; `referralBase` is
+ * where referral URLs point.
+ */
 export function toCustomer(customer: StoredCustomer, program: ShownProgram, referralBase: string): Customer {
   const vipStatus =
     program.vipProgram === 'all_time' ? allTimeStatus(customer, program) : periodStatus(customer, program);

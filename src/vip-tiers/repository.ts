@@ -253,14 +253,19 @@ function toVipTier(row: VipTierRow): VipTier {
   };
 }
 
-/** The account's VIP program: its type, the version of that type, and its tiers (ascending milestone). */
+/**
+ * The account's VIP program: its type, the version of that type, and its tiers (ascending
+ * milestone); with the account's points expiry (days of inactivity, null: never), which every
+ * customer shown beside their tier is told, so that a write reads both in one statement.
+ */
 export interface StoredProgram {
   readonly type: VipProgramType;
   readonly version: number;
   readonly tiers: VipTier[];
+  readonly pointsExpiryDays: number | null;
 }
 
-/** The account's program and tiers in one statement; undefined for an unknown account. */
+/** The account's program, tiers and points expiry in one statement; undefined for an unknown account. */
 export async function findProgram(db: Kysely<Database>, accountId: number): Promise<StoredProgram | undefined> {
   const rows = await findProgramQuery(db, { accountId });
   const first = rows[0];
@@ -285,6 +290,7 @@ export async function findProgram(db: Kysely<Database>, accountId: number): Prom
     type: first.vip_program,
     version: Number(first.vip_program_version),
     tiers,
+    pointsExpiryDays: first.expiry_inactivity_days === null ? null : Number(first.expiry_inactivity_days),
   };
 }
 
@@ -292,9 +298,11 @@ const findProgramQuery = compiledQuery((db, v: { accountId: number }) =>
   db
     .selectFrom('accounts')
     .leftJoin('vip_tiers', 'vip_tiers.account_id', 'accounts.id')
+    .leftJoin('points_settings', 'points_settings.account_id', 'accounts.id')
     .select([
       'accounts.vip_program',
       'accounts.vip_program_version',
+      'points_settings.expiry_inactivity_days',
       'vip_tiers.id',
       'vip_tiers.name',
       'vip_tiers.image_url',

@@ -100,7 +100,7 @@ const READ_BATCH = 1000;
 /** Customers placed per transaction at most; fewer when that takes longer than BATCH_MS (batch-pace.ts). */
 const WRITE_BATCH = 200;
 
-const NO_PROGRAM: StoredProgram = { type: 'all_time', version: 0, tiers: [] };
+const NO_PROGRAM: StoredProgram = { type: 'all_time', version: 0, tiers: [], pointsExpiryDays: null };
 
 /**
  * VIP tiers of an all-time program: a customer is in the tier with the highest milestone at or
