@@ -1,10 +1,11 @@
-// `npm run bench:ab -- REF [sqlite|postgres]`: an A/B of the write routes in one run, the service
-// built at the git commit REF (A) against this checkout's (B), both on the same data and machine.
-// Each route is measured in rounds, A then B then B then A, so that neither side always runs
-// first; the figures are medians of each side's runs. For showing what one change to a write path
-// did (issue 33: a round trip fewer per write) without a second run's noise in between. A is built
-// in a git worktree under bench/.ab/ (removed at the end). BENCH_ONLY picks routes; BENCH_RUNS
-// (rounds, default 3) and BENCH_DURATION (s, 8) as for `npm run bench`.
+// `npm run bench:ab -- A [B] [sqlite|postgres]`: an A/B of the write routes in one run, the service
+// built at git commit A against the one built at commit B (this checkout's files when B is left
+// out), both on the same data and machine. Each route is measured in rounds, A then B, then B then
+// A, so that neither side always runs first; the figures are medians of each side's runs. For
+// showing what one change to a write path did (issue 33: a round trip fewer per write) without a
+// second run's noise in between. Each commit is built in a git worktree under bench/.ab/ (removed
+// at the end). BENCH_ONLY picks routes; BENCH_RUNS (rounds, default 3) and BENCH_DURATION (s, 8)
+// as for `npm run bench`.
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, rmSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
@@ -13,17 +14,19 @@ import { DATA, DURATION, log, RUNS, WARMUP, wanted } from './limits/settings.js'
 import { ROOT, type Server, startService } from './processes.js';
 import { prepare, writeScenarios } from './write-scenarios.js';
 
-const [ref, engineArgument = 'postgres'] = process.argv.slice(2);
-if (!ref || !['sqlite', 'postgres'].includes(engineArgument)) {
-  process.stderr.write('usage: npm run bench:ab -- REF [sqlite|postgres]   (REF: the git commit to compare with)\n');
+const args = process.argv.slice(2);
+const engine = args.includes('sqlite') ? 'sqlite' : 'postgres';
+const [refA, refB] = args.filter((arg) => arg !== 'sqlite' && arg !== 'postgres');
+if (!refA) {
+  process.stderr.write('usage: npm run bench:ab -- A [B] [sqlite|postgres]   (A, B: git commits; B: this checkout)\n');
   process.exit(2);
 }
-const engine = engineArgument as 'sqlite' | 'postgres';
 const database = engine === 'postgres';
+const WORKTREES = join(ROOT, 'bench', '.ab');
 
-/** This checkout's dependencies, and A's build of REF beside them. */
-function buildAt(commit: string): string {
-  const dir = join(ROOT, 'bench', '.ab');
+/** The service built at `commit`, in a worktree beside this checkout's dependencies. */
+function buildAt(commit: string, side: string): string {
+  const dir = join(WORKTREES, side);
   if (existsSync(dir)) execFileSync('git', ['worktree', 'remove', '--force', dir], { cwd: ROOT });
   execFileSync('git', ['worktree', 'add', '--detach', dir, commit], { cwd: ROOT, stdio: 'ignore' });
   symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'));
@@ -39,13 +42,13 @@ function summary(runs: Figures[]) {
   return { rps: pick('rps'), p99: pick('p99'), serverUs: pick('serverUs'), databaseUs: pick('databaseUs') };
 }
 
-const baseRoot = buildAt(ref);
+const roots = { A: buildAt(refA, 'A'), B: refB ? buildAt(refB, 'B') : ROOT };
 rmSync(DATA, { recursive: true, force: true });
 mkdirSync(DATA, { recursive: true });
 const { url, setup } = await prepare(engine, DATA, log);
 const servers: Record<'A' | 'B', Server> = {
-  A: await startService(url, 1, [], {}, baseRoot),
-  B: await startService(url, 1),
+  A: await startService(url, 1, [], {}, roots.A),
+  B: await startService(url, 1, [], {}, roots.B),
 };
 const rows: string[] = [];
 try {
@@ -79,9 +82,13 @@ try {
 } finally {
   await Promise.all([servers.A.stop(), servers.B.stop()]);
   rmSync(DATA, { recursive: true, force: true });
-  execFileSync('git', ['worktree', 'remove', '--force', baseRoot], { cwd: ROOT });
+  for (const root of new Set([roots.A, roots.B])) {
+    if (root !== ROOT) execFileSync('git', ['worktree', 'remove', '--force', root], { cwd: ROOT });
+  }
 }
-log(`\nA: ${ref}; B: this checkout; ${engine}; medians of ${RUNS} runs of ${DURATION} s each, 50 connections\n`);
+log(
+  `\nA: ${refA}; B: ${refB ?? 'this checkout'}; ${engine}; medians of ${RUNS} runs of ${DURATION} s each, 50 connections\n`,
+);
 log(
   '| route | A req/s | B req/s | B / A | A p99 ms | B p99 ms | A server µs/req | B server µs/req |' +
     (database ? ' A database µs/req | B database µs/req |' : ''),
