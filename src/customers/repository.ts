@@ -1,7 +1,8 @@
-import { type Kysely, PostgresAdapter, type SelectQueryBuilder, sql, type Transaction } from 'kysely';
+import { type Kysely, type SelectQueryBuilder, sql, type Transaction } from 'kysely';
 import type { Direction } from '../pagination/cursor.js';
 import { sincePlan, sinceRef, unindexed } from '../pagination/since.js';
 import { compiledQuery, pick } from '../storage/compiled-query.js';
+import { isPostgres } from '../storage/dialect.js';
 import type { CustomerRow, CustomerState, Database } from '../storage/schema.js';
 import { type StoredPlacement, toStoredPlacement } from '../vip-tiers/periods.js';
 import type { CustomerSummary } from './schemas.js';
@@ -171,7 +172,7 @@ const lockCustomerQuery = compiledQuery((db, v: { accountId: number; id: number 
     .selectAll()
     .where('id', '=', v.id)
     .where('account_id', '=', v.accountId)
-    .$if(db.getExecutor().adapter instanceof PostgresAdapter, (query) => query.forUpdate()),
+    .$if(isPostgres(db), (query) => query.forUpdate()),
 );
 
 export interface CustomerFilters {
@@ -385,7 +386,7 @@ export async function lockCustomersByEmail(
     .where('account_id', '=', accountId)
     .where('email_normalized', 'in', emailsNormalized)
     .orderBy('id')
-    .$if(trx.getExecutor().adapter instanceof PostgresAdapter, (query) => query.forUpdate())
+    .$if(isPostgres(trx), (query) => query.forUpdate())
     .execute();
   return rows.map(toStoredCustomer);
 }

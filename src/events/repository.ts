@@ -1,6 +1,8 @@
-import type { Kysely, Transaction } from 'kysely';
+import { type Kysely, type QueryCreator, sql, type Transaction } from 'kysely';
 import type { Direction } from '../pagination/cursor.js';
+import { isPostgres } from '../storage/dialect.js';
 import type { Database, EventRow } from '../storage/schema.js';
+import { type Subscriber, subscribersOf, toSubscriber } from '../webhooks/repository.js';
 
 /** A new event's row. */
 export interface NewEventRow {
@@ -11,12 +13,56 @@ export interface NewEventRow {
   created_at: number;
 }
 
+/** An inserted event's id, public id and type. */
+export interface InsertedEvent {
+  id: number;
+  public_id: string;
+  type: string;
+}
+
 /** Inserts the events in their order (ids ascending in it); answers each one's id. */
-export async function insertEvents(
+export async function insertEvents(trx: Transaction<Database>, rows: readonly NewEventRow[]): Promise<InsertedEvent[]> {
+  return insertQuery(trx, rows).execute();
+}
+
+const insertQuery = (db: QueryCreator<Database>, rows: readonly NewEventRow[]) =>
+  db.insertInto('events').values(rows).returning(['id', 'public_id', 'type']);
+
+/**
+ * insertEvents, and the webhook subscribers of the events' account: on PostgreSQL, when the
+ * events are one account's (a write's always are), read by the same statement (a data-modifying
+ * CTE beside the endpoints' rows), so that the fan-out that follows needs no round trip of its
+ * own. Otherwise `subscribers` is undefined, for the fan-out to read.
+ */
+export async function insertEventsWithSubscribers(
   trx: Transaction<Database>,
   rows: readonly NewEventRow[],
-): Promise<{ id: number; public_id: string; type: string }[]> {
-  return trx.insertInto('events').values(rows).returning(['id', 'public_id', 'type']).execute();
+): Promise<{ inserted: InsertedEvent[]; subscribers?: Subscriber[] }> {
+  const accountId = rows[0]?.account_id;
+  if (accountId === undefined || !isPostgres(trx) || rows.some((row) => row.account_id !== accountId)) {
+    return { inserted: await insertEvents(trx, rows) };
+  }
+  // An event's row has a public id; an endpoint's has its event types.
+  const found = await trx
+    .with('inserted', (db) => insertQuery(db, rows))
+    .selectFrom('inserted')
+    .select(['id', 'public_id', 'type', sql<string | null>`null`.as('event_types')])
+    .unionAll(
+      subscribersOf(trx, accountId).select([
+        'id',
+        sql<string>`null`.as('public_id'),
+        sql<string>`null`.as('type'),
+        'event_types',
+      ]),
+    )
+    .execute();
+  const inserted: InsertedEvent[] = [];
+  const subscribers: Subscriber[] = [];
+  for (const row of found) {
+    if (row.event_types === null) inserted.push(row);
+    else subscribers.push(toSubscriber({ id: row.id, event_types: row.event_types }));
+  }
+  return { inserted, subscribers };
 }
 
 /** The account's event by its public id. */

@@ -19,6 +19,7 @@ import {
   findEventById,
   findEventsPage,
   insertEvents,
+  insertEventsWithSubscribers,
   type NewEventRow,
 } from './repository.js';
 import type { EventsQuery } from './schemas.js';
@@ -179,7 +180,7 @@ export class EventsService {
 
   private async write(w: Work, events: NewEventRow[]): Promise<void> {
     if (events.length === 0) return;
-    const inserted = await insertEvents(w.trx, events);
+    const { inserted, subscribers } = await insertEventsWithSubscribers(w.trx, events);
     // RETURNING's order is not promised on SQLite: each row is matched by its public id.
     const accounts = new Map(events.map((event) => [event.public_id, event.account_id]));
     const recorded = inserted
@@ -190,7 +191,7 @@ export class EventsService {
         type: row.type,
       }))
       .sort((a, b) => a.id - b.id);
-    await this.webhooks().fanOut(w, recorded);
+    await this.webhooks().fanOut(w, recorded, subscribers);
   }
 }
 

@@ -1,4 +1,5 @@
-import { type Kysely, PostgresAdapter, type SelectQueryBuilder, sql, type Transaction } from 'kysely';
+import { type Kysely, type SelectQueryBuilder, sql, type Transaction } from 'kysely';
+import { isPostgres } from '../storage/dialect.js';
 import type { Database, JobRow } from '../storage/schema.js';
 
 /** A job's run_at while it waits for something outside the runner (a disabled endpoint): never due. */
@@ -15,8 +16,6 @@ export interface NewJobRow {
   run_at: number;
   created_at: number;
 }
-
-const isPostgres = (db: Kysely<Database>) => db.getExecutor().adapter instanceof PostgresAdapter;
 
 /** Inserts jobs, in one statement. */
 export async function insertJobs(trx: Transaction<Database>, jobs: readonly NewJobRow[]): Promise<void> {

@@ -1,4 +1,5 @@
-import { type Kysely, PostgresAdapter, type RawBuilder, sql } from 'kysely';
+import { type Kysely, type RawBuilder, sql } from 'kysely';
+import { isPostgres } from '../storage/dialect.js';
 import type { Database } from '../storage/schema.js';
 import type { Direction } from './cursor.js';
 
@@ -64,7 +65,7 @@ export async function sincePlan(
   page: SincePage,
 ): Promise<SincePlan> {
   const { updatedAtMin } = filters;
-  if (updatedAtMin === undefined || db.getExecutor().adapter instanceof PostgresAdapter) return 'planner';
+  if (updatedAtMin === undefined || isPostgres(db)) return 'planner';
   const matched = (limit: number) => countSince(db, table, accountId, updatedAtMin, limit);
   if ((await matched(SINCE_FEW_ROWS)) <= SINCE_FEW_ROWS) return 'range';
   const narrowed = Object.entries(filters).some(([name, value]) => name !== 'updatedAtMin' && value !== undefined);

@@ -1,6 +1,7 @@
-import { type Kysely, PostgresAdapter, type Transaction } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import type { Direction } from '../pagination/cursor.js';
 import { compiledQuery, pick } from '../storage/compiled-query.js';
+import { isPostgres } from '../storage/dialect.js';
 import type { Database, PointsProductRow, PointsPurchaseRow, RewardRow } from '../storage/schema.js';
 import type { PointsProductInput } from './schemas.js';
 
@@ -206,7 +207,7 @@ export async function lockProduct(
     .selectAll()
     .where('id', '=', id)
     .where('account_id', '=', accountId)
-    .$if(trx.getExecutor().adapter instanceof PostgresAdapter, (query) => query.forUpdate())
+    .$if(isPostgres(trx), (query) => query.forUpdate())
     .executeTakeFirst();
 }
 

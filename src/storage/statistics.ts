@@ -1,4 +1,5 @@
-import { type Kysely, PostgresAdapter, sql } from 'kysely';
+import { type Kysely, sql } from 'kysely';
+import { isPostgres } from './dialect.js';
 import type { Database } from './schema.js';
 import type { UnitOfWork } from './unit-of-work.js';
 
@@ -23,7 +24,7 @@ const ANALYZE_MIN_CHANGES = 50;
  * has not come round yet, in the current schema. Cheap when nothing changed: safe to run often.
  */
 export async function refreshStatistics(db: Kysely<Database>, uow: UnitOfWork): Promise<string[]> {
-  if (!(db.getExecutor().adapter instanceof PostgresAdapter)) {
+  if (!isPostgres(db)) {
     // In a unit of work, so on the writer in its turn: SQLite calls the pragma read-only, which
     // alone would send it to the reader, and its ANALYZE writes. 0x10002: every table, not only
     // those this connection used.

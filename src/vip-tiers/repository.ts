@@ -1,5 +1,6 @@
-import { type ExpressionBuilder, type Kysely, PostgresAdapter, type Transaction } from 'kysely';
+import type { ExpressionBuilder, Kysely, Transaction } from 'kysely';
 import { compiledQuery } from '../storage/compiled-query.js';
+import { isPostgres } from '../storage/dialect.js';
 import { isUniqueViolation } from '../storage/errors.js';
 import type { Database, VipProgramType, VipTierRow } from '../storage/schema.js';
 import { type DayEarning, type StoredPlacement, toStoredPlacement } from './periods.js';
@@ -94,7 +95,7 @@ export async function deleteTier(trx: Transaction<Database>, id: number): Promis
  * on PostgreSQL. SQLite transactions already hold the database's write lock.
  */
 export async function lockAccountTiers(trx: Transaction<Database>, accountId: number): Promise<void> {
-  if (!(trx.getExecutor().adapter instanceof PostgresAdapter)) return;
+  if (!isPostgres(trx)) return;
   // NO KEY UPDATE: it serialises the account's tier changes without holding back the inserts
   // whose foreign keys name the account (they take KEY SHARE, which FOR UPDATE would block).
   await trx.selectFrom('accounts').select('id').where('id', '=', accountId).forNoKeyUpdate().execute();
@@ -559,7 +560,7 @@ export async function lockPlacements(
     .where('account_id', '=', accountId)
     .where('id', 'in', ids)
     .orderBy('id')
-    .$if(trx.getExecutor().adapter instanceof PostgresAdapter, (q) => q.forUpdate())
+    .$if(isPostgres(trx), (q) => q.forUpdate())
     .execute();
   return rows.map((row) => ({
     id: Number(row.id),

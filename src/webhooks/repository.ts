@@ -1,5 +1,6 @@
-import { type Kysely, PostgresAdapter, type Transaction } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import type { Direction } from '../pagination/cursor.js';
+import { isPostgres } from '../storage/dialect.js';
 import type { Database, WebhookEndpointRow } from '../storage/schema.js';
 
 /** An enabled endpoint, as the fan-out matches events against it. */
@@ -9,15 +10,20 @@ export interface Subscriber {
   eventTypes: string;
 }
 
-/** The account's enabled endpoints (at most 20 per account), in the work's transaction. */
+/** The account's enabled endpoints (at most 20 per account): the rows the fan-out matches events against. */
+export function subscribersOf(db: Kysely<Database>, accountId: number) {
+  return db.selectFrom('webhook_endpoints').where('account_id', '=', accountId).where('status', '=', 'enabled');
+}
+
+export const toSubscriber = (row: { id: number | string; event_types: string }): Subscriber => ({
+  id: Number(row.id),
+  eventTypes: row.event_types,
+});
+
+/** The account's enabled endpoints, in the work's transaction. */
 export async function findSubscribers(trx: Transaction<Database>, accountId: number): Promise<Subscriber[]> {
-  const rows = await trx
-    .selectFrom('webhook_endpoints')
-    .select(['id', 'event_types'])
-    .where('account_id', '=', accountId)
-    .where('status', '=', 'enabled')
-    .execute();
-  return rows.map((row) => ({ id: Number(row.id), eventTypes: row.event_types }));
+  const rows = await subscribersOf(trx, accountId).select(['id', 'event_types']).execute();
+  return rows.map(toSubscriber);
 }
 
 /** An endpoint's row with the scopes of the grant that owns it (null when no grant does). */
@@ -73,7 +79,7 @@ export async function findEndpointsPage(
  * already hold the database's write lock.
  */
 export async function lockAccountEndpoints(trx: Transaction<Database>, accountId: number): Promise<void> {
-  if (!(trx.getExecutor().adapter instanceof PostgresAdapter)) return;
+  if (!isPostgres(trx)) return;
   await trx.selectFrom('accounts').select('id').where('id', '=', accountId).forNoKeyUpdate().execute();
 }
 

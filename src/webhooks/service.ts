@@ -110,10 +110,13 @@ export class WebhooksService {
 
   /**
    * One delivery job per (event, enabled endpoint of its account subscribed to its type), in the
-   * transaction that wrote the events.
+   * transaction that wrote the events. `known`: the enabled endpoints of the events' one account,
+   * when the statement that wrote them read those too (see insertEvents).
    */
-  async fanOut(w: Work, events: readonly RecordedEvent[]): Promise<void> {
-    const subscribers = new Map<number, Subscriber[]>();
+  async fanOut(w: Work, events: readonly RecordedEvent[], known?: readonly Subscriber[]): Promise<void> {
+    const subscribers = new Map<number, readonly Subscriber[]>();
+    const [first] = events;
+    if (known && first) subscribers.set(first.accountId, known);
     const deliveries: NewJob[] = [];
     for (const event of events) {
       let endpoints = subscribers.get(event.accountId);

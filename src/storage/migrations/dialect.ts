@@ -1,4 +1,2 @@
-import { type Kysely, PostgresAdapter } from 'kysely';
-
-/** True when a migration runs against PostgreSQL (some of them have nothing to do on SQLite). */
-export const isPostgres = (db: Kysely<unknown>): boolean => db.getExecutor().adapter instanceof PostgresAdapter;
+// A migration asks the same question as the repositories (some have nothing to do on SQLite).
+export { isPostgres } from '../dialect.js';
