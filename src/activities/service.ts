@@ -48,6 +48,13 @@ class Duplicate extends Error {}
 const MAX_ATTEMPTS = 3;
 
 /**
+ * A rolling limit of at most this many credits is checked from its credits' times alone, read in
+ * one statement (at most 3 × max + 1 of them); a larger one counts them first, so that a
+ * customer far below it is not sent thousands of times to learn they have room.
+ */
+const TIMES_ONLY_MAX = 100;
+
+/**
  * Activities: what an app reports a customer did, evaluated against the account's earning rules
  * bound to its token, in the same transaction (docs/engine.md). Its events, in the order the
  * changes happen: `customer.created` for a new email (and its placement's tier change), then per
@@ -198,8 +205,10 @@ export class ActivitiesService {
     const { after, upTo } = reachOf(time, unit, count);
     const reach = { customerId, ruleId: rule.id, after, upTo };
     // Every window that holds `time` lies in the reach: with fewer than max credits there, each has
-    // room. The usual case, and one count, as cheap as the check of a single window.
-    if ((await this.ledger.countCreditsIn(w, reach)) < limit.max) return true;
+    // room. For a large max, one count tells the usual case apart, as cheap as the check of a
+    // single window; for a small one, the times themselves cost no more, and spare the count's
+    // round trip when the limit is reached (roomFor finds room in a reach with fewer than max).
+    if (limit.max > TIMES_ONLY_MAX && (await this.ledger.countCreditsIn(w, reach)) < limit.max) return true;
     const credits = await this.ledger.creditTimesAround(w, { ...reach, time, each: limit.max });
     return roomFor(time, credits.earlier, credits.later, limit.max, unit, count);
   }

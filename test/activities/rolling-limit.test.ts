@@ -209,6 +209,41 @@ describe(`a rolling limit holds for every window (${testEngine})`, () => {
     expect(await send(at('2025-04-15T13:00:00Z'))).toBe(true);
   });
 
+  it('holds a limit above 100 (counted before its times are read) the same way', async () => {
+    const max = 150;
+    const { tenant, ruleId, send } = await program(max, 'day', 1);
+    expect(await send(now() - 2 * HOUR_MS)).toBe(true);
+    const customer = await t.db.kysely
+      .selectFrom('customers')
+      .select('id')
+      .where('account_id', '=', tenant.accountId)
+      .executeTakeFirstOrThrow();
+    // max − 1 more credits in the last hour: the day ending now holds max of them.
+    const times = Array.from({ length: max - 1 }, (_, k) => now() - HOUR_MS + k * 1000);
+    await t.db.kysely
+      .insertInto('points_transactions')
+      .values(
+        times.map((time) => ({
+          account_id: tenant.accountId,
+          customer_id: Number(customer.id),
+          points_change: 10,
+          description: 'Visit',
+          earning_rule_id: ruleId,
+          occurred_at: time,
+          created_at: time,
+          updated_at: time,
+        })),
+      )
+      .execute();
+    expect(await send()).toBe(false);
+    // 25 hours back: every window holding it ends over an hour ago, with at most the credit of 2
+    // hours ago besides.
+    expect(await send(now() - 25 * HOUR_MS)).toBe(true);
+    // 23 hours back: the window ending now holds it and the max credits.
+    expect(await send(now() - 23 * HOUR_MS)).toBe(false);
+    expect(fullestWindow(await creditTimes(tenant.accountId), 'day', 1)).toBe(max);
+  });
+
   it('more than 5 minutes ahead is refused, and credits nothing', async () => {
     const { tenant, token } = await program(2, 'day', 1);
     const response = await t.app.inject({

@@ -80,6 +80,10 @@ beforeAll(async () => {
       earning_limit: { max: 50, type: 'rolling', rolling: { unit: 'day', unit_count: 1 } },
     }),
     fixedRule('Order, lifetime', 1, type, { earning_limit: { max: 1000, type: 'lifetime' } }),
+    // A rolling limit above 100 is counted before its times are read (src/activities/service.ts).
+    fixedRule('Order, many a day', 1, type, {
+      earning_limit: { max: 500, type: 'rolling', rolling: { unit: 'day', unit_count: 1 } },
+    }),
   ]);
   await seed(accountId, t.clock.now() - 24 * 60 * 60 * 1000);
   // The seeded tables analyzed (refreshStatistics would go by PostgreSQL's change counters, which
