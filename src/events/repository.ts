@@ -1,8 +1,6 @@
-import { type Kysely, type QueryCreator, sql, type Transaction } from 'kysely';
+import { type Kysely, type QueryCreator, type SelectQueryBuilder, sql, type Transaction } from 'kysely';
 import type { Direction } from '../pagination/cursor.js';
-import { isPostgres } from '../storage/dialect.js';
 import type { Database, EventRow } from '../storage/schema.js';
-import { type Subscriber, subscribersOf, toSubscriber } from '../webhooks/repository.js';
 
 /** A new event's row. */
 export interface NewEventRow {
@@ -28,41 +26,41 @@ export async function insertEvents(trx: Transaction<Database>, rows: readonly Ne
 const insertQuery = (db: QueryCreator<Database>, rows: readonly NewEventRow[]) =>
   db.insertInto('events').values(rows).returning(['id', 'public_id', 'type']);
 
+/** An enabled webhook endpoint's row, as the fan-out matches events against it. */
+export interface SubscriberRow {
+  id: number;
+  event_types: string;
+}
+
 /**
- * insertEvents, and the webhook subscribers of the events' account: on PostgreSQL, when the
- * events are one account's (a write's always are), read by the same statement (a data-modifying
- * CTE beside the endpoints' rows), so that the fan-out that follows needs no round trip of its
- * own. Otherwise `subscribers` is undefined, for the fan-out to read.
+ * insertEvents, with a read of the events' account's webhook subscribers (`subscribers`, the
+ * webhooks room's statement) run by the same statement: a data-modifying CTE beside the
+ * endpoints' rows (PostgreSQL only), so that the fan-out that follows needs no round trip of its
+ * own.
  */
-export async function insertEventsWithSubscribers(
+export async function insertEventsBeside(
   trx: Transaction<Database>,
   rows: readonly NewEventRow[],
-): Promise<{ inserted: InsertedEvent[]; subscribers?: Subscriber[] }> {
-  const accountId = rows[0]?.account_id;
-  if (accountId === undefined || !isPostgres(trx) || rows.some((row) => row.account_id !== accountId)) {
-    return { inserted: await insertEvents(trx, rows) };
-  }
+  subscribers: SelectQueryBuilder<Database, 'webhook_endpoints', SubscriberRow>,
+): Promise<{ inserted: InsertedEvent[]; subscribers: SubscriberRow[] }> {
   // An event's row has a public id; an endpoint's has its event types.
   const found = await trx
     .with('inserted', (db) => insertQuery(db, rows))
     .selectFrom('inserted')
     .select(['id', 'public_id', 'type', sql<string | null>`null`.as('event_types')])
     .unionAll(
-      subscribersOf(trx, accountId).select([
-        'id',
-        sql<string>`null`.as('public_id'),
-        sql<string>`null`.as('type'),
-        'event_types',
-      ]),
+      trx
+        .selectFrom(subscribers.as('s'))
+        .select(['s.id', sql<string>`null`.as('public_id'), sql<string>`null`.as('type'), 's.event_types']),
     )
     .execute();
   const inserted: InsertedEvent[] = [];
-  const subscribers: Subscriber[] = [];
+  const read: SubscriberRow[] = [];
   for (const row of found) {
     if (row.event_types === null) inserted.push(row);
-    else subscribers.push(toSubscriber({ id: row.id, event_types: row.event_types }));
+    else read.push({ id: row.id, event_types: row.event_types });
   }
-  return { inserted, subscribers };
+  return { inserted, subscribers: read };
 }
 
 /** The account's event by its public id. */

@@ -29,6 +29,8 @@ import {
   insertEndpoint,
   lockAccountEndpoints,
   type Subscriber,
+  subscribersOf,
+  toSubscriber,
   updateEndpoint,
 } from './repository.js';
 import {
@@ -108,15 +110,24 @@ export class WebhooksService {
     });
   }
 
+  /** The statement that reads the account's enabled endpoints, for the events insert to run beside it. */
+  subscribersQuery(w: Work, accountId: number) {
+    return subscribersOf(w.trx, accountId).select(['id', 'event_types']);
+  }
+
   /**
    * One delivery job per (event, enabled endpoint of its account subscribed to its type), in the
    * transaction that wrote the events. `known`: the enabled endpoints of the events' one account,
    * when the statement that wrote them read those too (see insertEvents).
    */
-  async fanOut(w: Work, events: readonly RecordedEvent[], known?: readonly Subscriber[]): Promise<void> {
+  async fanOut(
+    w: Work,
+    events: readonly RecordedEvent[],
+    known?: readonly { id: number; event_types: string }[],
+  ): Promise<void> {
     const subscribers = new Map<number, readonly Subscriber[]>();
     const [first] = events;
-    if (known && first) subscribers.set(first.accountId, known);
+    if (known && first) subscribers.set(first.accountId, known.map(toSubscriber));
     const deliveries: NewJob[] = [];
     for (const event of events) {
       let endpoints = subscribers.get(event.accountId);
