@@ -118,7 +118,7 @@ export class WebhooksService {
   /**
    * One delivery job per (event, enabled endpoint of its account subscribed to its type), in the
    * transaction that wrote the events. `known`: the enabled endpoints of the events' one account,
-   * when the statement that wrote them read those too (see insertEvents).
+   * when the statement that wrote them read those too (see insertEventsBeside).
    */
   async fanOut(
     w: Work,

@@ -66,6 +66,25 @@ async function creditTimes(accountId: number): Promise<number[]> {
   return rows.map((row) => Number(row.occurred_at));
 }
 
+/** Credits of the rule written straight to the ledger at `times`, as no activity would leave them. */
+async function insertCredits(accountId: number, customerId: number, ruleId: number, times: readonly number[]) {
+  await t.db.kysely
+    .insertInto('points_transactions')
+    .values(
+      times.map((time) => ({
+        account_id: accountId,
+        customer_id: customerId,
+        points_change: 10,
+        description: 'Visit',
+        earning_rule_id: ruleId,
+        occurred_at: time,
+        created_at: time,
+        updated_at: time,
+      })),
+    )
+    .execute();
+}
+
 describe(`a rolling limit holds for every window (${testEngine})`, () => {
   const at = (iso: string) => Date.parse(iso);
   const now = () => t.clock.now();
@@ -188,21 +207,7 @@ describe(`a rolling limit holds for every window (${testEngine})`, () => {
     // would see only the four.
     const times = [0, 1, 2, 3].map((ms) => at('2025-02-15T06:00:00Z') + ms);
     times.push(at('2025-03-15T13:00:00Z'));
-    for (const time of times) {
-      await t.db.kysely
-        .insertInto('points_transactions')
-        .values({
-          account_id: tenant.accountId,
-          customer_id: Number(customer.id),
-          points_change: 10,
-          description: 'Visit',
-          earning_rule_id: ruleId,
-          occurred_at: time,
-          created_at: time,
-          updated_at: time,
-        })
-        .execute();
-    }
+    await insertCredits(tenant.accountId, Number(customer.id), ruleId, times);
     expect(await send(at('2025-03-15T12:00:00Z'))).toBe(false);
     expect(await send(at('2025-02-15T05:00:00Z'))).toBe(false);
     // Past the window that ends at March 15 13:00.
@@ -220,21 +225,7 @@ describe(`a rolling limit holds for every window (${testEngine})`, () => {
       .executeTakeFirstOrThrow();
     // max − 1 more credits in the last hour: the day ending now holds max of them.
     const times = Array.from({ length: max - 1 }, (_, k) => now() - HOUR_MS + k * 1000);
-    await t.db.kysely
-      .insertInto('points_transactions')
-      .values(
-        times.map((time) => ({
-          account_id: tenant.accountId,
-          customer_id: Number(customer.id),
-          points_change: 10,
-          description: 'Visit',
-          earning_rule_id: ruleId,
-          occurred_at: time,
-          created_at: time,
-          updated_at: time,
-        })),
-      )
-      .execute();
+    await insertCredits(tenant.accountId, Number(customer.id), ruleId, times);
     expect(await send()).toBe(false);
     // 25 hours back: every window holding it ends over an hour ago, with at most the credit of 2
     // hours ago besides.
