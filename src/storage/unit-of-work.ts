@@ -52,9 +52,15 @@ export class OncePerWork<K, V> {
 /** Runs of a unit of work that PostgreSQL rolled back to break a deadlock, at most. */
 const DEADLOCK_ATTEMPTS = 3;
 
-/** deadlock_detected and serialization_failure: the transaction was rolled back whole and may run again. */
+/**
+ * deadlock_detected and serialization_failure: the transaction was rolled back whole and may run
+ * again. So may one that placed a customer in a VIP tier deleted meanwhile (foreign_key_violation
+ * on customers.vip_tier_id: the deletion locked the tier first, see lockTier): run again, it reads
+ * the tiers without it.
+ */
 function isRetryable(error: unknown): boolean {
-  const code = (error as { code?: unknown } | null)?.code;
+  const { code, constraint } = (error ?? {}) as { code?: unknown; constraint?: unknown };
+  if (code === '23503') return typeof constraint === 'string' && constraint.includes('vip_tier_id');
   return code === '40P01' || code === '40001';
 }
 

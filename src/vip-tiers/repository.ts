@@ -26,6 +26,17 @@ export async function findTier(
   return row && { ...toVipTier(row), accountId: row.account_id };
 }
 
+/**
+ * Whether the tier exists, locking it until the transaction ends (PostgreSQL; SQLite's writer
+ * already holds the database). A write that just placed a customer in it holds the row's KEY
+ * SHARE lock (its foreign key) until it commits: this waits for it, so that the members read next
+ * include that customer, and later placements into the tier wait for this transaction.
+ */
+export async function lockTier(trx: Transaction<Database>, id: number): Promise<boolean> {
+  const query = trx.selectFrom('vip_tiers').select('id').where('id', '=', id);
+  return (await (isPostgres(trx) ? query.forUpdate() : query).executeTakeFirst()) !== undefined;
+}
+
 /** Inserts a tier unless the account has one at its milestone (then undefined). */
 export async function insertTier(
   trx: Transaction<Database>,

@@ -39,6 +39,7 @@ import {
   listTiers,
   lockAccountTiers,
   lockPlacements,
+  lockTier,
   markPlaced,
   raiseProgramVersion,
   type StoredProgram,
@@ -297,7 +298,8 @@ export class VipTiersService {
       // How many members this batch moved out: none once the tier is gone (deleted here when empty).
       const batch = await this.uow.run(async (w) => {
         await lockAccountTiers(w.trx, accountId);
-        if (!(await findTier(w.trx, id))) return 0;
+        // Locked: a credit placing a customer in it meanwhile has committed, and is among the members.
+        if (!(await lockTier(w.trx, id))) return 0;
         const members = await findTierMembers(w.trx, id, size);
         if (members.length === 0) {
           await deleteTier(w.trx, id);

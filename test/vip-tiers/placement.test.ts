@@ -1,8 +1,12 @@
-import { sql } from 'kysely';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { PlacementRun } from '../../src/vip-tiers/service.js';
 import { createTenant, createTestApp, type Tenant, type TestApp } from '../helpers/app.js';
-import { integersUpTo } from '../helpers/seed.js';
+import {
+  expectPlacedWithHistory as expectPlaced,
+  placements,
+  seedEarners,
+  seededPoints,
+} from '../helpers/placement.js';
 
 // A tier change places the account's customers again a batch per transaction (issue 33): more
 // customers here than one batch holds, on both engines, with credits racing the batches, a
@@ -18,74 +22,14 @@ const CUSTOMERS = 1_100;
 beforeEach(async () => {
   t = await createTestApp();
   a = await createTenant(t.services);
-  await seedCustomers(a.accountId, CUSTOMERS);
+  await seedEarners(t.db, a.accountId, CUSTOMERS, t.clock.now());
 });
 afterEach(async () => t.close());
 
-/** `count` customers, the k-th with (k · 37) mod 1,000 points earned, through the ledger. */
-async function seedCustomers(accountId: number, count: number): Promise<void> {
-  const db = t.db.kysely;
-  const numbers = integersUpTo(t.db.dialect, count);
-  const now = t.clock.now();
-  await sql`insert into customers (account_id, email, email_normalized, referral_code, created_at, updated_at)
-    select ${accountId}, 'c' || i || '@example.com', 'c' || i || '@example.com', 'C' || i, ${now}, ${now}
-    from (${numbers}) as numbers`.execute(db);
-  await sql`insert into points_transactions
-      (account_id, customer_id, points_change, description, occurred_at, created_at, updated_at, counts_as_earned)
-    select account_id, id, 1 + (id * 37) % 1000, 'seed', ${now}, ${now}, ${now}, 1
-    from customers where account_id = ${accountId}`.execute(db);
-}
-
 /** Every customer of the account: tier and points earned. */
-const customers = () =>
-  t.db.kysely
-    .selectFrom('customers')
-    .select(['id', 'vip_tier_id', 'points_earned', 'updated_at'])
-    .where('account_id', '=', a.accountId)
-    .orderBy('id')
-    .execute();
+const customers = () => placements(t.db, a.accountId);
 
-/** The tier the rule gives `earned` among `tiers`. */
-const expectedTier = (tiers: readonly { id: number; milestone: number }[], earned: number) =>
-  [...tiers].sort((x, y) => y.milestone - x.milestone).find((tier) => tier.milestone <= earned)?.id ?? null;
-
-/** Fails unless every customer is in the tier the rule gives them, and their moves chain from no tier to it. */
-async function expectPlacedWithHistory(): Promise<void> {
-  const tiers = await t.services.vipTiers.list(a.accountId);
-  const changes = await t.db.kysely
-    .selectFrom('vip_tier_changes')
-    .select(['id', 'customer_id', 'previous_vip_tier_id', 'current_vip_tier_id'])
-    .where('account_id', '=', a.accountId)
-    .orderBy('id')
-    .execute();
-  const events = await t.db.kysely
-    .selectFrom('events')
-    .select('data')
-    .where('account_id', '=', a.accountId)
-    .where('type', '=', 'customer.vip_tier_changed')
-    .orderBy('id')
-    .execute();
-  // One event per change row (in id order within a transaction; concurrent ones interleave their ids).
-  const announced = events.map((event) => Number(JSON.parse(event.data).vip_tier_change.id));
-  expect(announced.sort((x, y) => x - y)).toEqual(changes.map((change) => change.id));
-  const last = new Map<number, number | null>();
-  for (const change of changes) {
-    expect(change.previous_vip_tier_id).toBe(last.get(change.customer_id) ?? null);
-    last.set(change.customer_id, change.current_vip_tier_id);
-  }
-  const wrong = (await customers()).filter(
-    (row) =>
-      row.vip_tier_id !== expectedTier(tiers, Number(row.points_earned)) ||
-      (last.get(row.id) ?? null) !== row.vip_tier_id,
-  );
-  expect(wrong).toEqual([]);
-  const account = await t.db.kysely
-    .selectFrom('accounts')
-    .select(['vip_program_version', 'vip_placed_version'])
-    .where('id', '=', a.accountId)
-    .executeTakeFirstOrThrow();
-  expect(account.vip_placed_version).toBe(account.vip_program_version);
-}
+const expectPlacedWithHistory = () => expectPlaced(t.db, a.accountId);
 
 describe('a tier change over more customers than a batch', () => {
   it('places them a batch per transaction, telling its progress, with a change row and an event per move', async () => {
@@ -137,7 +81,7 @@ describe('a tier change over more customers than a batch', () => {
       .select((eb) => eb.fn.sum<number>('points_earned').as('total'))
       .where('account_id', '=', a.accountId)
       .executeTakeFirstOrThrow();
-    const seeded = ids.reduce((sum, id) => sum + 1 + ((id * 37) % 1000), 0);
+    const seeded = ids.reduce((sum, id) => sum + seededPoints(id), 0);
     expect(Number(earned.total)).toBe(seeded + credits * 150);
     await expectPlacedWithHistory();
   });
