@@ -31,8 +31,20 @@ export const placements = (db: Db, accountId: number) =>
     .orderBy('id')
     .execute();
 
+/** The `vip_tier_change` of each `customer.vip_tier_changed` event of the account, in event order. */
+export async function tierChangeEvents(db: Db, accountId: number): Promise<any[]> {
+  const events = await db.kysely
+    .selectFrom('events')
+    .select('data')
+    .where('account_id', '=', accountId)
+    .where('type', '=', 'customer.vip_tier_changed')
+    .orderBy('id')
+    .execute();
+  return events.map((event) => JSON.parse(event.data).vip_tier_change);
+}
+
 /** The tier an all-time program of `tiers` gives `earned` points. */
-export const expectedTier = (tiers: readonly { id: number; milestone: number }[], earned: number) =>
+const expectedTier = (tiers: readonly { id: number; milestone: number }[], earned: number) =>
   [...tiers].sort((x, y) => y.milestone - x.milestone).find((tier) => tier.milestone <= earned)?.id ?? null;
 
 /**
@@ -52,15 +64,8 @@ export async function expectPlacedWithHistory(db: Db, accountId: number): Promis
     .where('account_id', '=', accountId)
     .orderBy('id')
     .execute();
-  const events = await db.kysely
-    .selectFrom('events')
-    .select('data')
-    .where('account_id', '=', accountId)
-    .where('type', '=', 'customer.vip_tier_changed')
-    .orderBy('id')
-    .execute();
   // One event per change row (in id order within a transaction; concurrent ones interleave their ids).
-  const announced = events.map((event) => Number(JSON.parse(event.data).vip_tier_change.id));
+  const announced = (await tierChangeEvents(db, accountId)).map((change) => Number(change.id));
   expect(announced.sort((x, y) => x - y)).toEqual(changes.map((change) => change.id));
   const last = new Map<number, number | null>();
   for (const change of changes) {

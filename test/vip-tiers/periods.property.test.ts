@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Customer } from '../../src/customers/schemas.js';
 import { createTenant, createTestApp, type TestApp } from '../helpers/app.js';
+import { tierChangeEvents } from '../helpers/placement.js';
 
 // VIP periods (engine-contract.md) against a small model written here, on random histories of
 // about three years: credits and debits of three customers at random times, tiers created, moved
@@ -222,18 +223,10 @@ async function replay(type: PeriodType, start: number, steps: readonly Step[]): 
     await check([0, 1, 2]);
   }
 
-  const events = await t.db.kysely
-    .selectFrom('events')
-    .select('data')
-    .where('account_id', '=', accountId)
-    .where('type', '=', 'customer.vip_tier_changed')
-    .orderBy('id')
-    .execute();
+  const events = await tierChangeEvents(t.db, accountId);
   expect(events.length).toBe(changes);
   for (const [n, id] of customers.entries()) {
-    const mine = events
-      .map((e) => JSON.parse(e.data).vip_tier_change)
-      .filter((change: { customer_id: number }) => change.customer_id === id);
+    const mine = events.filter((change: { customer_id: number }) => change.customer_id === id);
     expect(mine.at(-1)?.current_vip_tier?.id ?? null).toBe(tierNow[n]);
   }
 }

@@ -5,6 +5,7 @@ import { createMerchant, signedIn } from '../admin/helpers.js';
 import { bearer, createTenant, createTestApp, type Tenant, type TestApp } from '../helpers/app.js';
 import { cliChecks, loyalty } from '../helpers/cli.js';
 import { createTestDatabase } from '../helpers/database.js';
+import { tierChangeEvents } from '../helpers/placement.js';
 
 // VIP periods (engine-contract.md, "VIP periods"), worked through as a merchant would meet them:
 // a calendar-year tier kept to the end of next year, a rolling tier that lapses as its points
@@ -30,15 +31,7 @@ const shown = async (id = jane): Promise<Customer> =>
 const give = (points: number, id = jane) =>
   t.services.pointsTransactions.adjust(a.accountId, { customer_id: id, points_change: points });
 const tierChanges = async () =>
-  (
-    await t.db.kysely
-      .selectFrom('events')
-      .select('data')
-      .where('account_id', '=', a.accountId)
-      .where('type', '=', 'customer.vip_tier_changed')
-      .orderBy('id')
-      .execute()
-  ).map((row) => JSON.parse(row.data).vip_tier_change.description as string);
+  (await tierChangeEvents(t.db, a.accountId)).map((change) => change.description as string);
 
 describe('a calendar_year program', () => {
   it('keeps a tier to the end of the next year, asks for what keeps it, and lets it go then', async () => {
