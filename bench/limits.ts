@@ -9,7 +9,8 @@
 //   Fastify and pg running the same statements, nothing else).
 // Server CPU per request (µs) for every scenario, and on PostgreSQL the database's too. Then the
 // growth scenarios (./limits/growth.ts, issue 33): every engine route on a program after a year
-// against an empty account, and a VIP tier change over a million customers while writes go on.
+// against an empty account (the writes to any customer also with their statements replayed alone
+// on both, the database's own share), and a VIP tier change over a million customers while writes go on.
 // Settings: BENCH_DURATION (s, default 8), BENCH_RUNS (3), BENCH_ENGINES ("sqlite,postgres"),
 // BENCH_DATABASE_URL. Writes docs/benchmarks.md. BENCH_ONLY (comma-separated parts of scenario
 // names, e.g. "purchases,WORKERS=2") runs only the scenarios it names, with their ceilings, and

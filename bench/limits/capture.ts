@@ -1,14 +1,17 @@
 // The statements one request of each write route runs, recorded from the app itself (in this
 // process) at the drivers, for the write ceilings and the Node floor to replay.
 import SqliteDatabase from 'better-sqlite3';
+import type { FastifyInstance } from 'fastify';
 import pg from 'pg';
 import { buildApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import { openDb } from '../../src/storage/db.js';
 import { idsOf, MARK, type Statement } from '../replay.js';
-import { type Setup, writeScenarios } from '../write-scenarios.js';
+import { ID_BASE, type Setup, writeScenarios } from '../write-scenarios.js';
 
 let recording: Statement[] | null = null;
+/** The smallest id a recorded statement's result counts as a row the request made (Scope.idFloor). */
+let idFloor = ID_BASE;
 
 /** Records every statement better-sqlite3 runs while `recording` is set. */
 function recordSqlite(): void {
@@ -23,7 +26,7 @@ function recordSqlite(): void {
       statement[method] = function (this: unknown, ...args: unknown[]) {
         const result = original.apply(this, args);
         if (recording) {
-          const returned = method === 'all' || method === 'get' ? idsOf(asObjects(statement, result)) : [];
+          const returned = method === 'all' || method === 'get' ? idsOf(asObjects(statement, result), idFloor) : [];
           recording.push({ sql: text, method, params: args, ...(returned.length ? { returned } : {}) });
         }
         return result;
@@ -55,7 +58,7 @@ function recordPostgres(): void {
       recording.push(statement);
       void (result as Promise<{ rows: unknown[] }>).then(
         ({ rows }) => {
-          const returned = idsOf(rows);
+          const returned = idsOf(rows, idFloor);
           if (returned.length) statement.returned = returned;
         },
         () => undefined,
@@ -74,21 +77,48 @@ export function hookDrivers(): void {
   recordPostgres();
 }
 
-/**
- * The statements one request of each write route runs, taken from the app itself on `url`
- * (in this process): warm-up requests first (caches filled and the customer's bonuses used up, as
- * in a steady run), then the one recorded. Unique values of the recorded request hold MARK, for the replay to vary.
- */
-export async function captureWrites(url: string, setup: Setup): Promise<Map<string, Statement[][]>> {
+/** The app itself on `url`, in this process (its statements recorded while `record` asks), for `use`; closed after. */
+export async function withApp<T>(url: string, use: (app: FastifyInstance) => Promise<T>): Promise<T> {
   const db = openDb(url, { poolMax: 2 });
   const app = await buildApp({
     config: loadConfig({ RATE_LIMIT_PER_SECOND: '0', AUTH_FAILURES_PER_MINUTE: '0', LOG_LEVEL: 'silent' }),
     db,
     logger: false,
   });
-  await app.ready();
-  const captured = new Map<string, Statement[][]>();
   try {
+    await app.ready();
+    return await use(app);
+  } finally {
+    recording = null;
+    await app.close();
+    await db.close();
+  }
+}
+
+/** The statements `send` runs, recorded (ids from `floor` up returned: Scope.idFloor); `name` says whose they are when it fails. */
+export async function record(
+  name: string,
+  send: () => Promise<{ statusCode: number; body: string }>,
+  floor = ID_BASE,
+): Promise<Statement[]> {
+  recording = [];
+  idFloor = floor;
+  const statements = recording;
+  const answer = await send().finally(() => {
+    recording = null;
+  });
+  if (answer.statusCode >= 300) throw new Error(`${name}: ${answer.statusCode} ${answer.body}`);
+  return statements;
+}
+
+/**
+ * The statements one request of each write route runs, taken from the app itself on `url`
+ * (in this process): warm-up requests first (caches filled and the customer's bonuses used up, as
+ * in a steady run), then the one recorded. Unique values of the recorded request hold MARK, for the replay to vary.
+ */
+export function captureWrites(url: string, setup: Setup): Promise<Map<string, Statement[][]>> {
+  return withApp(url, async (app) => {
+    const captured = new Map<string, Statement[][]>();
     for (const scenario of writeScenarios(setup)) {
       const send = (n: number, unique: string) =>
         app.inject({
@@ -104,18 +134,10 @@ export async function captureWrites(url: string, setup: Setup): Promise<Map<stri
         // steady state, not the first of its kind: an order after the day's bonuses (the seed's
         // "Order bonus" earns at most 3 times a day), as every customer has after a few orders.
         for (let warmup = 0; warmup < 4; warmup++) await send(n, `warm-${n}-${warmup}`);
-        recording = [];
-        const answer = await send(n, `${MARK}`);
-        sequences.push(recording);
-        recording = null;
-        if (answer.statusCode >= 300) throw new Error(`${scenario.name}: ${answer.statusCode} ${answer.body}`);
+        sequences.push(await record(scenario.name, () => send(n, MARK)));
       }
       captured.set(scenario.name, sequences);
     }
-  } finally {
-    recording = null;
-    await app.close();
-    await db.close();
-  }
-  return captured;
+    return captured;
+  });
 }

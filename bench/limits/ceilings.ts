@@ -9,9 +9,19 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
 import { startProcess, stopChild } from '../processes.js';
-import { CODE, EVENT_ID, MARK, REFERRAL_CODE, remember, type Statement, vary } from '../replay.js';
+import {
+  BENCH_SCOPE,
+  CODE,
+  EVENT_ID,
+  MARK,
+  REFERRAL_CODE,
+  remember,
+  type Scope,
+  type Statement,
+  vary,
+} from '../replay.js';
 import { SEEDED_DISTINCT_ID } from '../seed.js';
-import { CUSTOMER_ID_BASE, CUSTOMERS, type Setup, writeScenarios } from '../write-scenarios.js';
+import { CUSTOMER_ID_BASE, type Setup, writeScenarios } from '../write-scenarios.js';
 import { postgresTicks, TICK_US } from './cpu.js';
 import { measure, median, present, type Row, settle } from './measure.js';
 import { CONNECTIONS, DATA, DURATION, log, RUNS, wanted } from './settings.js';
@@ -130,7 +140,13 @@ export async function nodeFloors(url: string, setup: Setup, captured: Map<string
  * Each sequence (the request's reads before its transaction too) runs in one BEGIN IMMEDIATE …
  * COMMIT: the service's savepoints and group commits are its own, not the disk's.
  */
-export function sqliteCeiling(file: string, sequences: Statement[][], seconds: number, round: number): number {
+export function sqliteCeiling(
+  file: string,
+  sequences: Statement[][],
+  seconds: number,
+  round: number,
+  scope: Scope = BENCH_SCOPE,
+): number {
   const db = new SqliteDatabase(file);
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = FULL');
@@ -147,10 +163,10 @@ export function sqliteCeiling(file: string, sequences: Statement[][], seconds: n
     begin.run();
     for (const statement of prepared[done % prepared.length] ?? []) {
       const run = (statement.prepared as unknown as Record<string, (...args: unknown[]) => unknown>)[statement.method];
-      const params = vary(statement.params, round * 10_000_000 + done, ids) as unknown[];
+      const params = vary(statement.params, round * 10_000_000 + done, ids, scope) as unknown[];
       let result = run?.apply(statement.prepared, params);
       if (statement.method === 'iterate') result = [...(result as Iterable<unknown>)];
-      remember(statement, result, ids);
+      remember(statement, result, ids, scope);
     }
     commit.run();
     done++;
@@ -161,10 +177,10 @@ export function sqliteCeiling(file: string, sequences: Statement[][], seconds: n
 }
 
 /** A pgbench script of the sequences: parameters written in, MARK varied by a random number. */
-export function pgbenchScript(sequences: Statement[][]): string {
+export function pgbenchScript(sequences: Statement[][], scope: Scope = BENCH_SCOPE): string {
   const literal = (value: unknown): string => {
     if (value === null || value === undefined) return 'null';
-    if (typeof value === 'number' && value > CUSTOMER_ID_BASE && value <= CUSTOMER_ID_BASE + CUSTOMERS) return ':c';
+    if (typeof value === 'number' && scope.isCustomer(value)) return ':c';
     if (typeof value === 'number' || typeof value === 'bigint') return String(value);
     if (typeof value === 'boolean') return value ? 'true' : 'false';
     const text = String(value);
@@ -179,10 +195,7 @@ export function pgbenchScript(sequences: Statement[][]): string {
     const quoted = text.replaceAll("'", "''").replace(/:(?=[0-9A-Za-z_])/g, "' || chr(58) || '");
     return `'${quoted.replaceAll(MARK, "' || :n || '")}'`;
   };
-  const lines = [
-    '\\set n random(1, 1000000000000000)',
-    `\\set c random(${CUSTOMER_ID_BASE + 1}, ${CUSTOMER_ID_BASE + CUSTOMERS})`,
-  ];
+  const lines = ['\\set n random(1, 1000000000000000)', `\\set c random(${scope.first}, ${scope.last})`];
   // An id a statement returned is kept with \gset and used where later statements had it.
   const render = (sequence: Statement[], seq: number) => {
     const variables = new Map<number, string>();

@@ -9,8 +9,11 @@ import { createServices } from '../../src/services.js';
 import { openDb } from '../../src/storage/db.js';
 import { type GrowthAccount, type GrowthData, growthData } from '../growth-data.js';
 import { PG_URL, ROOT, startService } from '../processes.js';
-import { type Figures, type Load, measure, type Row, settle, wrk } from './measure.js';
-import { DATA, log, wanted } from './settings.js';
+import { MARK, type Scope, type Statement } from '../replay.js';
+import { record, withApp } from './capture.js';
+import { pgbenchScript, postgresCeiling, sqliteCeiling } from './ceilings.js';
+import { type Figures, type Load, measure, median, type Row, settle, wrk } from './measure.js';
+import { DATA, log, RUNS, wanted } from './settings.js';
 
 /** Each growth measurement is shorter than the main scenarios' (there are forty of them per engine). */
 const TIMING = { warmup: 1, duration: 4 };
@@ -26,6 +29,13 @@ export interface GrowthRow {
   kind: 'read' | 'write';
   empty: Row;
   large: Row;
+  /**
+   * A write's statements, recorded from one request on each account and replayed alone with one
+   * durable commit each (better-sqlite3 in a loop, or pgbench at the same concurrency), over the
+   * account's customers as the load spreads: per second, on each. How much the database's own work
+   * bends with the data, beside how much the route does.
+   */
+  database?: { empty: number; large: number };
   /**
    * A read on the large account over one connection: a request's own time. At 50 connections the
    * server is saturated and each request also waits behind the 49 others, whatever the data size.
@@ -48,10 +58,18 @@ export interface GrowthReport {
   tierChange?: TierChange;
 }
 
+/** A write for any customer of the account: its path and its body for the load's request n. */
+interface WriteRequest {
+  path: (a: GrowthAccount) => string;
+  body: (a: GrowthAccount, n: number, unique: string) => unknown;
+}
+
 interface Scenario {
   name: string;
   kind: 'read' | 'write';
   load: (base: string, a: GrowthAccount) => Load;
+  /** A write whose statements are also replayed alone (GrowthRow.database). */
+  request?: WriteRequest;
 }
 
 const bearer = (a: GrowthAccount) => ({ authorization: `Bearer ${a.apiKey}` });
@@ -69,7 +87,7 @@ function scenarios(data: GrowthData): Scenario[] {
     (path: (a: GrowthAccount) => string) =>
     (base: string, a: GrowthAccount): Load => ({ url: `${base}${path(a)}`, headers: bearer(a) });
   const post =
-    (path: (a: GrowthAccount) => string, body: (a: GrowthAccount, n: number, unique: string) => unknown) =>
+    ({ path, body }: WriteRequest) =>
     (base: string, a: GrowthAccount): Load => ({
       url: `${base}${path(a)}`,
       method: 'POST',
@@ -120,44 +138,42 @@ function scenarios(data: GrowthData): Scenario[] {
     })),
     { name: 'GET /v1/earning_rules?limit=50', kind: 'read', load: get(() => '/v1/earning_rules?limit=50') },
   ];
-  const order = (customer: (a: GrowthAccount, n: number) => number) =>
-    post(
-      () => '/v1/activities',
-      (a, n, unique) => ({
-        activity: {
-          token: a.activityToken,
-          customer_id: customer(a, n),
-          distinct_id: `growth-order-${unique}`,
-          properties: { amount: `${(n % 500) + 1}.00` },
-        },
-      }),
-    );
+  const order = (customer: (a: GrowthAccount, n: number) => number): WriteRequest => ({
+    path: () => '/v1/activities',
+    body: (a, n, unique) => ({
+      activity: {
+        token: a.activityToken,
+        customer_id: customer(a, n),
+        distinct_id: `growth-order-${unique}`,
+        properties: { amount: `${(n % 500) + 1}.00` },
+      },
+    }),
+  });
+  /** A write for any customer, whose statements are replayed alone too. */
+  const replayed = (name: string, request: WriteRequest): Scenario => ({
+    name,
+    kind: 'write',
+    load: post(request),
+    request,
+  });
   const writes: Scenario[] = [
-    { name: 'POST /v1/activities (any customer)', kind: 'write', load: order(anyCustomer) },
-    { name: 'POST /v1/activities (the loyal customer)', kind: 'write', load: order((a) => a.loyalCustomer) },
-    {
-      name: 'POST purchase (any customer)',
-      kind: 'write',
-      load: post(
-        (a) => `/v1/points_products/${a.productId}/purchase`,
-        (a, n) => ({ customer_id: anyCustomer(a, n) }),
-      ),
-    },
-    {
-      name: 'POST /v1/points_transactions (any customer)',
-      kind: 'write',
-      load: post(
-        () => '/v1/points_transactions',
-        (a, n) => ({ points_transaction: { customer_id: anyCustomer(a, n), points_change: 10 } }),
-      ),
-    },
+    replayed('POST /v1/activities (any customer)', order(anyCustomer)),
+    { name: 'POST /v1/activities (the loyal customer)', kind: 'write', load: post(order((a) => a.loyalCustomer)) },
+    replayed('POST purchase (any customer)', {
+      path: (a) => `/v1/points_products/${a.productId}/purchase`,
+      body: (a, n) => ({ customer_id: anyCustomer(a, n) }),
+    }),
+    replayed('POST /v1/points_transactions (any customer)', {
+      path: () => '/v1/points_transactions',
+      body: (a, n) => ({ points_transaction: { customer_id: anyCustomer(a, n), points_change: 10 } }),
+    }),
     {
       name: 'POST create_or_update (half new)',
       kind: 'write',
       load: withToken(
-        post(
-          () => '/v1/customer_identities/create_or_update',
-          (a, n, unique) => ({
+        post({
+          path: () => '/v1/customer_identities/create_or_update',
+          body: (a, n, unique) => ({
             customer_identity:
               n % 2 === 0
                 ? { distinct_id: `growth-new-${unique}`, email: `growth-new-${unique}@bench.example` }
@@ -166,7 +182,7 @@ function scenarios(data: GrowthData): Scenario[] {
                     email: `growth-updated-${n}@bench.example`,
                   },
           }),
-        ),
+        }),
       ),
     },
   ];
@@ -236,12 +252,130 @@ export async function growthFigures(engine: 'sqlite' | 'postgres'): Promise<Grow
         );
       rows.push({ name: scenario.name, kind: scenario.kind, empty, large, ...(alone ? { alone } : {}) });
     }
+    const replays = rows.map((row) => all(data).find((s) => s.name === row.name && s.request)).filter((s) => !!s);
+    if (replays.length > 0) {
+      const alone = await statementsAlone(engine, url, data, replays);
+      for (const row of rows) row.database = alone.get(row.name) ?? row.database;
+    }
     if (wanted('growth: tier change')) tierChange = await measureTierChange(url, server, data.large, database);
   } finally {
     await server.stop();
     if (database) await dropCopy(url);
   }
   return { rows, tierChange };
+}
+
+/** A number that is no id, standing for the request's customer in a recorded statement (Scope.isCustomer). */
+const THE_CUSTOMER = -7_919_000_001;
+
+/**
+ * The statements of each write of `scenarios`, recorded from one request on each account by the
+ * app in this process, then replayed alone with one durable commit each over the account's
+ * customers (GrowthRow.database). The request is one of the load's steady state: on the empty
+ * account every customer has had many (their day's bonuses used up), so it follows four of the
+ * same customer's; on the large one its customer is new to the run. The customer is found by
+ * recording a second request for another customer: the values that moved with it are its id.
+ */
+async function statementsAlone(
+  engine: 'sqlite' | 'postgres',
+  url: string,
+  data: GrowthData,
+  scenarios: Scenario[],
+): Promise<Map<string, { empty: number; large: number }>> {
+  log(`== ${engine}: growth writes' statements alone (one durable commit each)`);
+  const sides = ['empty', 'large'] as const;
+  const recorded = await withApp(url, async (app) => {
+    const out: { name: string; side: (typeof sides)[number]; statements: Statement[] }[] = [];
+    for (const scenario of scenarios) {
+      const request = scenario.request as WriteRequest;
+      for (const side of sides) {
+        const a = data[side];
+        const send = (n: number, unique: string) =>
+          app.inject({
+            method: 'POST',
+            url: request.path(a),
+            headers: { ...bearer(a), 'content-type': 'application/json' },
+            payload: JSON.stringify(request.body(a, n, unique)),
+          });
+        const take = async (n: number, attempt: number) => {
+          const repeats = a.lastCustomer - a.firstCustomer + 1 <= BODIES;
+          for (let warmup = 1; warmup <= 4; warmup++) {
+            await send(repeats ? n : n + warmup * 1009, `warm-${attempt}-${n}-${warmup}`);
+          }
+          const statements = await record(scenario.name, () => send(n, `${MARK}-${attempt}-${n}`), 1);
+          return { customer: anyCustomer(a, n), statements };
+        };
+        // A cache the app reloads (another process committed) adds a read to one of the two: again.
+        let marked: Statement[] | undefined;
+        for (let attempt = 0; !marked; attempt++) {
+          marked = markCustomer(scenario.name, await take(4242, attempt), await take(4243, attempt), attempt === 4);
+        }
+        out.push({ name: scenario.name, side, statements: marked });
+      }
+    }
+    return out;
+  });
+  const figures = new Map<string, { empty: number; large: number }>();
+  let round = 0;
+  for (const { name, side, statements } of recorded) {
+    const a = data[side];
+    const scope: Scope = {
+      first: a.firstCustomer,
+      last: a.lastCustomer,
+      isCustomer: (value) => value === THE_CUSTOMER,
+      idFloor: 1,
+    };
+    await settle(engine === 'postgres');
+    const rates =
+      engine === 'sqlite'
+        ? Array.from({ length: RUNS }, () =>
+            sqliteCeiling(url.slice('sqlite:'.length), [statements], TIMING.duration, ++round, scope),
+          )
+        : Array.from(
+            { length: RUNS },
+            () => postgresCeiling(url, pgbenchScript([statements], scope), TIMING.duration, 1).tps,
+          );
+    const rate = median(rates);
+    log(
+      `    growth: ${name}, ${side}, statements alone: ${rate.toFixed(0)}/s (runs ${rates.map((r) => r.toFixed(0)).join(', ')}), ${statements.length} statements`,
+    );
+    const entry = figures.get(name) ?? { empty: 0, large: 0 };
+    entry[side] = rate;
+    figures.set(name, entry);
+  }
+  return figures;
+}
+
+/**
+ * `one`'s statements with its customer's id, where `other`'s held theirs, replaced by
+ * THE_CUSTOMER; undefined when the two ran different statements, unless `last` (then it throws).
+ */
+function markCustomer(
+  name: string,
+  one: { customer: number; statements: Statement[] },
+  other: { customer: number; statements: Statement[] },
+  last: boolean,
+): Statement[] | undefined {
+  const shape = (statements: Statement[]) => statements.map((statement) => statement.sql).join('\n');
+  if (shape(one.statements) !== shape(other.statements)) {
+    if (!last) return undefined;
+    const k = one.statements.findIndex((statement, i) => statement.sql !== other.statements[i]?.sql);
+    throw new Error(
+      `${name}: two customers' requests ran different statements, the first at ${k}:\n${one.statements[k]?.sql}\n${other.statements[k]?.sql}`,
+    );
+  }
+  const mark = (value: unknown, moved: unknown): unknown =>
+    Array.isArray(value)
+      ? value.map((item, i) => mark(item, (moved as unknown[])[i]))
+      : value === one.customer && moved === other.customer
+        ? THE_CUSTOMER
+        : value;
+  return one.statements.map((statement, k) => ({
+    ...statement,
+    params: mark(statement.params, other.statements[k]?.params) as unknown[],
+    // The customer's row read back is no row the request made.
+    ...(statement.returned ? { returned: statement.returned.filter((id) => id !== one.customer) } : {}),
+  }));
 }
 
 /** Drops the PostgreSQL copy a run measured (the SQLite one goes with the bench's scratch folder). */
