@@ -95,6 +95,15 @@ export async function withApp<T>(url: string, use: (app: FastifyInstance) => Pro
   }
 }
 
+/** A write to the app in this process with `token`, `body` as JSON. */
+export const postAs = (app: FastifyInstance, path: string, token: string, body: unknown) =>
+  app.inject({
+    method: 'POST',
+    url: path,
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    payload: JSON.stringify(body),
+  });
+
 /** The statements `send` runs, recorded (ids from `floor` up returned: Scope.idFloor); `name` says whose they are when it fails. */
 export async function record(
   name: string,
@@ -120,13 +129,7 @@ export function captureWrites(url: string, setup: Setup): Promise<Map<string, St
   return withApp(url, async (app) => {
     const captured = new Map<string, Statement[][]>();
     for (const scenario of writeScenarios(setup)) {
-      const send = (n: number, unique: string) =>
-        app.inject({
-          method: 'POST',
-          url: scenario.path,
-          headers: { authorization: `Bearer ${scenario.token}`, 'content-type': 'application/json' },
-          payload: JSON.stringify(scenario.body(n, unique)),
-        });
+      const send = (n: number, unique: string) => postAs(app, scenario.path, scenario.token, scenario.body(n, unique));
       const sequences: Statement[][] = [];
       // create_or_update alternates a new identity and an update: both are replayed in turn.
       for (const n of scenario.name.startsWith('create_or_update') ? [0, 1] : [0]) {

@@ -10,7 +10,7 @@ import { openDb } from '../../src/storage/db.js';
 import { type GrowthAccount, type GrowthData, growthData } from '../growth-data.js';
 import { PG_URL, ROOT, startService } from '../processes.js';
 import { MARK, type Scope, type Statement } from '../replay.js';
-import { record, withApp } from './capture.js';
+import { postAs, record, withApp } from './capture.js';
 import { pgbenchScript, postgresCeiling, sqliteCeiling } from './ceilings.js';
 import { type Figures, type Load, measure, median, type Row, settle, wrk } from './measure.js';
 import { DATA, log, RUNS, wanted } from './settings.js';
@@ -252,7 +252,7 @@ export async function growthFigures(engine: 'sqlite' | 'postgres'): Promise<Grow
         );
       rows.push({ name: scenario.name, kind: scenario.kind, empty, large, ...(alone ? { alone } : {}) });
     }
-    const replays = rows.map((row) => all(data).find((s) => s.name === row.name && s.request)).filter((s) => !!s);
+    const replays = all(data).filter((s) => s.request && rows.some((row) => row.name === s.name));
     if (replays.length > 0) {
       const alone = await statementsAlone(engine, url, data, replays);
       for (const row of rows) row.database = alone.get(row.name) ?? row.database;
@@ -290,13 +290,7 @@ async function statementsAlone(
       const request = scenario.request as WriteRequest;
       for (const side of sides) {
         const a = data[side];
-        const send = (n: number, unique: string) =>
-          app.inject({
-            method: 'POST',
-            url: request.path(a),
-            headers: { ...bearer(a), 'content-type': 'application/json' },
-            payload: JSON.stringify(request.body(a, n, unique)),
-          });
+        const send = (n: number, unique: string) => postAs(app, request.path(a), a.apiKey, request.body(a, n, unique));
         const take = async (n: number, attempt: number) => {
           const repeats = a.lastCustomer - a.firstCustomer + 1 <= BODIES;
           for (let warmup = 1; warmup <= 4; warmup++) {

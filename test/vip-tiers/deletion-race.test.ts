@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import pg from 'pg';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createTenant, createTestApp, type Tenant, type TestApp, testEngine } from '../helpers/app.js';
+import { tierChangeEvents } from '../helpers/placement.js';
 import { eventually } from '../helpers/wait.js';
 
 // A credit that places its customer in a tier while the tier's deletion commits (PostgreSQL: on
@@ -65,12 +66,6 @@ describe.runIf(testEngine === 'postgres')('a credit racing the deletion of the t
       .where('customer_id', '=', customer.id)
       .execute();
     expect(changes).toEqual([]);
-    const events = await t.db.kysely
-      .selectFrom('events')
-      .select('id')
-      .where('account_id', '=', a.accountId)
-      .where('type', '=', 'customer.vip_tier_changed')
-      .execute();
-    expect(events).toEqual([]);
+    expect(await tierChangeEvents(t.db, a.accountId)).toEqual([]);
   });
 });
