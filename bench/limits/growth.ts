@@ -61,7 +61,10 @@ export interface GrowthReport {
 /** A write for any customer of the account: its path and its body for the load's request n. */
 interface WriteRequest {
   path: (a: GrowthAccount) => string;
-  body: (a: GrowthAccount, n: number, unique: string) => unknown;
+  /** `unique` is new for every request of the run; `set` numbers the account's body lists (nextSet). */
+  body: (a: GrowthAccount, n: number, unique: string, set: number) => unknown;
+  /** Request n's customer, when the write is replayed alone and it is not anyCustomer. */
+  customer?: (a: GrowthAccount, n: number) => number;
 }
 
 interface Scenario {
@@ -81,6 +84,33 @@ const BODIES = 60_000;
 const anyCustomer = (a: GrowthAccount, n: number) =>
   a.firstCustomer + ((n * 7919) % (a.lastCustomer - a.firstCustomer + 1));
 
+/** Each account's body lists so far: every run of a write, and every request recorded, sends a new one. */
+const sets = new Map<number, number>();
+const nextSet = (a: GrowthAccount) => {
+  const set = (sets.get(a.accountId) ?? 0) + 1;
+  sets.set(a.accountId, set);
+  return set;
+};
+
+/**
+ * An order for any customer but the loyal one (whose seeded history fills its days), and its time:
+ * the same work on both accounts, each order its customer's first in a day, so that both rules
+ * credit it (the seed's "Order bonus" earns at most 3 times a day). Undated, the empty account's
+ * 100 customers would use up their day's bonuses within the first few hundred orders, and the
+ * large account's million never: one credit against two. So the order is dated back a day and a
+ * minute for every pass over the account's customers (7,919 is prime: each customer once a pass),
+ * and for every body set before it.
+ */
+const ORDERS_FROM = Date.now();
+const PASS_MS = 86_400_000 + 60_000;
+const orderCustomer = (a: GrowthAccount, n: number) =>
+  a.firstCustomer + 1 + ((n * 7919) % (a.lastCustomer - a.firstCustomer));
+const anyOrder = (a: GrowthAccount, n: number, set: number) => {
+  const customers = a.lastCustomer - a.firstCustomer;
+  const pass = (set - 1) * Math.ceil(BODIES / customers) + Math.floor(n / customers);
+  return { customer_id: orderCustomer(a, n), created_on_origin_at: iso(ORDERS_FROM - pass * PASS_MS) };
+};
+
 /** The routes, reads first: a write changes updated_at, which the reads' filters select by. */
 function scenarios(data: GrowthData): Scenario[] {
   const get =
@@ -92,7 +122,10 @@ function scenarios(data: GrowthData): Scenario[] {
       url: `${base}${path(a)}`,
       method: 'POST',
       headers: bearer(a),
-      bodies: (run) => Array.from({ length: BODIES }, (_, n) => JSON.stringify(body(a, n, `${run}-${n}`))),
+      bodies: (run) => {
+        const set = nextSet(a);
+        return Array.from({ length: BODIES }, (_, n) => JSON.stringify(body(a, n, `${run}-${n}`, set)));
+      },
     });
   // What updated_at_min matches: no row (after the newest), one (the newest), every row.
   const times = { none: iso(data.end + 1000), one: iso(data.end - 315_000), all: iso(0) };
@@ -138,12 +171,12 @@ function scenarios(data: GrowthData): Scenario[] {
     })),
     { name: 'GET /v1/earning_rules?limit=50', kind: 'read', load: get(() => '/v1/earning_rules?limit=50') },
   ];
-  const order = (customer: (a: GrowthAccount, n: number) => number): WriteRequest => ({
+  const order = (whose: (a: GrowthAccount, n: number, set: number) => object): WriteRequest => ({
     path: () => '/v1/activities',
-    body: (a, n, unique) => ({
+    body: (a, n, unique, set) => ({
       activity: {
         token: a.activityToken,
-        customer_id: customer(a, n),
+        ...whose(a, n, set),
         distinct_id: `growth-order-${unique}`,
         properties: { amount: `${(n % 500) + 1}.00` },
       },
@@ -157,8 +190,12 @@ function scenarios(data: GrowthData): Scenario[] {
     request,
   });
   const writes: Scenario[] = [
-    replayed('POST /v1/activities (any customer)', order(anyCustomer)),
-    { name: 'POST /v1/activities (the loyal customer)', kind: 'write', load: post(order((a) => a.loyalCustomer)) },
+    replayed('POST /v1/activities (any customer)', { ...order(anyOrder), customer: orderCustomer }),
+    {
+      name: 'POST /v1/activities (the loyal customer)',
+      kind: 'write',
+      load: post(order((a) => ({ customer_id: a.loyalCustomer }))),
+    },
     replayed('POST purchase (any customer)', {
       path: (a) => `/v1/points_products/${a.productId}/purchase`,
       body: (a, n) => ({ customer_id: anyCustomer(a, n) }),
@@ -272,8 +309,9 @@ const THE_CUSTOMER = -7_919_000_001;
  * The statements of each write of `scenarios`, recorded from one request on each account by the
  * app in this process, then replayed alone with one durable commit each over the account's
  * customers (GrowthRow.database). The request is one of the load's steady state: on the empty
- * account every customer has had many (their day's bonuses used up), so it follows four of the
- * same customer's; on the large one its customer is new to the run. The customer is found by
+ * account every customer has had many, so it follows four of the same customer's; on the large one
+ * its customer is new to the run (an order is its customer's first of a day on both, as in the
+ * load: anyOrder). The customer is found by
  * recording a second request for another customer: the values that moved with it are its id.
  */
 async function statementsAlone(
@@ -290,14 +328,15 @@ async function statementsAlone(
       const request = scenario.request as WriteRequest;
       for (const side of sides) {
         const a = data[side];
-        const send = (n: number, unique: string) => postAs(app, request.path(a), a.apiKey, request.body(a, n, unique));
+        const send = (n: number, unique: string) =>
+          postAs(app, request.path(a), a.apiKey, request.body(a, n, unique, nextSet(a)));
         const take = async (n: number, attempt: number) => {
           const repeats = a.lastCustomer - a.firstCustomer + 1 <= BODIES;
           for (let warmup = 1; warmup <= 4; warmup++) {
             await send(repeats ? n : n + warmup * 1009, `warm-${attempt}-${n}-${warmup}`);
           }
           const statements = await record(scenario.name, () => send(n, `${MARK}-${attempt}-${n}`), 1);
-          return { customer: anyCustomer(a, n), statements };
+          return { customer: (request.customer ?? anyCustomer)(a, n), statements };
         };
         // A cache the app reloads (another process committed) adds a read to one of the two: again.
         let marked: Statement[] | undefined;

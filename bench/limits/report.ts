@@ -41,7 +41,10 @@ function growthTable(growth: GrowthReport | undefined, fixed: (value: number, di
       'same rules so that their ledger fills a page, 100 reward codes so that they fill one too) and a large one ' +
       '(10,000 rules; 1,000,000 customers with an identity and 10 ledger entries each; 100,000 reward codes; one customer ' +
       'with 100,000 orders, each credited by “Order” and the first three a day by “Order bonus”, a rolling limit of 3 a ' +
-      'day). `updated_at_min` is chosen to match no row, the newest row only, or every row. The reads run before the ' +
+      'day). An order for any customer is dated to be its customer’s first of a day on both accounts (`created_on_origin_at` ' +
+      'a day back for every pass over the customers), so that both rules credit it on each: undated, the empty account’s ' +
+      '100 customers would use up their bonuses within a few hundred orders and compare one credit with two. ' +
+      '`updated_at_min` is chosen to match no row, the newest row only, or every row. The reads run before the ' +
       'writes. Max is the slowest request of the three runs. At 50 connections the server is saturated and a request ' +
       'also waits behind the 49 others (its latency is about 50 times its own time, whatever the data size), so a ' +
       "read's p99 target is checked on the large account over one connection (3 s): the request's own time. " +
