@@ -80,9 +80,10 @@ const bearer = (a: GrowthAccount) => ({ authorization: `Bearer ${a.apiKey}` });
 const tokens = new Map<number, string>();
 const iso = (ms: number) => new Date(ms).toISOString();
 const BODIES = 60_000;
+/** An id of first…last for any integer, spread over all of them (7,919 is prime: each once in every count). */
+const spread = (first: number, last: number, n: number) => first + ((n * 7919) % (last - first + 1));
 /** A customer of the account for any integer, spread over all of them. */
-const anyCustomer = (a: GrowthAccount, n: number) =>
-  a.firstCustomer + ((n * 7919) % (a.lastCustomer - a.firstCustomer + 1));
+const anyCustomer = (a: GrowthAccount, n: number) => spread(a.firstCustomer, a.lastCustomer, n);
 
 /** Each account's body lists so far: every run of a write, and every request recorded, sends a new one. */
 const sets = new Map<number, number>();
@@ -98,13 +99,12 @@ const nextSet = (a: GrowthAccount) => {
  * credit it (the seed's "Order bonus" earns at most 3 times a day). Undated, the empty account's
  * 100 customers would use up their day's bonuses within the first few hundred orders, and the
  * large account's million never: one credit against two. So the order is dated back a day and a
- * minute for every pass over the account's customers (7,919 is prime: each customer once a pass),
- * and for every body set before it.
+ * minute for every pass over the account's customers (each customer once a pass: spread), and
+ * for every body set before it.
  */
 const ORDERS_FROM = Date.now();
 const PASS_MS = 86_400_000 + 60_000;
-const orderCustomer = (a: GrowthAccount, n: number) =>
-  a.firstCustomer + 1 + ((n * 7919) % (a.lastCustomer - a.firstCustomer));
+const orderCustomer = (a: GrowthAccount, n: number) => spread(a.firstCustomer + 1, a.lastCustomer, n);
 const anyOrder = (a: GrowthAccount, n: number, set: number) => {
   const customers = a.lastCustomer - a.firstCustomer;
   const pass = (set - 1) * Math.ceil(BODIES / customers) + Math.floor(n / customers);
@@ -215,7 +215,7 @@ function scenarios(data: GrowthData): Scenario[] {
               n % 2 === 0
                 ? { distinct_id: `growth-new-${unique}`, email: `growth-new-${unique}@bench.example` }
                 : {
-                    distinct_id: `a${a.accountId}-${((n * 7919) % (a.lastCustomer - a.firstCustomer + 1)) + 1}`,
+                    distinct_id: `a${a.accountId}-${spread(1, a.lastCustomer - a.firstCustomer + 1, n)}`,
                     email: `growth-updated-${n}@bench.example`,
                   },
           }),
