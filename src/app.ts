@@ -12,7 +12,7 @@ import { registerAuth } from './http/auth.js';
 import { answerClientError, answerFrameworkError, registerErrorHandling, requireHost } from './http/errors.js';
 import { homeRoutes } from './http/home.js';
 import { parseJsonBody } from './http/json-body.js';
-import { REDACTED_LOG_PATHS, serializeRequest } from './http/log-redaction.js';
+import { SAFE_LOGGING, serializeRequest } from './http/log-redaction.js';
 import { answersUnderLoad, registerMetrics } from './http/metrics.js';
 import { registerOpenApi } from './http/openapi.js';
 import { requestId } from './http/request-id.js';
@@ -69,7 +69,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const app = Fastify({
     logger: options.logger ?? {
       level: config.logLevel,
-      redact: { paths: REDACTED_LOG_PATHS, censor: '[redacted]' },
+      ...SAFE_LOGGING,
       serializers: { req: serializeRequest },
     },
     genReqId: requestId,

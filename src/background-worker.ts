@@ -6,7 +6,7 @@ import type { BackgroundData, BackgroundMessage, BackgroundReply } from './backg
 import { systemClock } from './clock.js';
 import { loadConfig } from './config.js';
 import { choresOf, Housekeeping } from './housekeeping.js';
-import { REDACTED_LOG_PATHS } from './http/log-redaction.js';
+import { SAFE_LOGGING } from './http/log-redaction.js';
 import { JobRunner } from './jobs/runner.js';
 import { createServices, jobHandlers, serviceOptions } from './services.js';
 import { openDb } from './storage/db.js';
@@ -16,7 +16,7 @@ import { JOB_THREAD, portWriteTurn, SharedWriteLock } from './storage/write-turn
 const data = workerData as BackgroundData;
 const port = parentPort as MessagePort;
 const config = loadConfig();
-const log = pino({ level: config.logLevel, redact: { paths: REDACTED_LOG_PATHS, censor: '[redacted]' } }).child({
+const log = pino({ level: config.logLevel, ...SAFE_LOGGING }).child({
   thread: 'jobs',
 });
 const db = openDb(config.databaseUrl, {

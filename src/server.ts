@@ -6,6 +6,7 @@ import { pino } from 'pino';
 import { buildApp } from './app.js';
 import { BackgroundThread } from './background.js';
 import { type Config, ConfigError, loadConfig, localBaseUrl, redactUrl } from './config.js';
+import { SAFE_LOGGING } from './http/log-redaction.js';
 import {
   answerClusterScrapes,
   clusterMetricsCollector,
@@ -213,7 +214,7 @@ async function listenForMetrics(
 
 /** The primary of WORKERS=N: migrate once, fork, replace workers that die, stop them all on a signal. */
 async function runPrimary(config: Config): Promise<void> {
-  const log = pino({ level: config.logLevel });
+  const log = pino({ level: config.logLevel, ...SAFE_LOGGING });
   const db = await prepareDatabase(config, true);
   const sqlite = db.dialect === 'sqlite';
   await db.close();

@@ -49,8 +49,51 @@ export function serializeRequest(request: FastifyRequest) {
 }
 
 /**
- * Paths pino censors. The header paths matter only to code that logs headers; `err.rawPacket`
- * is the raw bytes (Authorization header included) that Node attaches to a request its HTTP
- * parser refused, which Fastify logs at trace level.
+ * Paths pino censors. `err.rawPacket` is the raw bytes (Authorization header included) that Node
+ * attaches to a request its HTTP parser refused, which Fastify logs at trace level. Headers
+ * anywhere else are censored by `censorSecretHeaders`.
  */
-export const REDACTED_LOG_PATHS = ['req.headers.authorization', 'req.headers.cookie', 'err.rawPacket'];
+const REDACTED_LOG_PATHS = ['req.headers.authorization', 'req.headers.cookie', 'err.rawPacket'];
+
+/** Header names whose values are credentials: the API's bearer token, the console's session cookie. */
+const SECRET_HEADERS = new Set(['authorization', 'proxy-authorization', 'cookie', 'set-cookie', 'x-api-key']);
+/** How deep a logged object is searched: plugins log headers two or three levels down. */
+const CENSOR_DEPTH = 6;
+const CENSORED = '[redacted]';
+
+/**
+ * pino's `formatters.log`: every credential header censored, at whatever depth a plugin logs it
+ * (@fastify/multipart logs its busboy options, the request's headers among them, at trace level),
+ * which fixed redaction paths cannot know in advance. Only plain objects and arrays are searched
+ * (a request or reply is left to its serializer), and copied where something is censored: the
+ * object logged may be the request's own headers.
+ */
+function censorSecretHeaders(object: Record<string, unknown>): Record<string, unknown> {
+  return censored(object, 0) as Record<string, unknown>;
+}
+
+/** The options every logger of the service is made with (the server's, the job thread's, the app's). */
+export const SAFE_LOGGING = {
+  redact: { paths: REDACTED_LOG_PATHS, censor: CENSORED },
+  formatters: { log: censorSecretHeaders },
+};
+
+function censored(value: unknown, depth: number): unknown {
+  if (depth > CENSOR_DEPTH || typeof value !== 'object' || value === null) return value;
+  if (Array.isArray(value)) {
+    let copy: unknown[] | null = null;
+    value.forEach((item, i) => {
+      const next = censored(item, depth + 1);
+      if (next !== item) (copy ??= [...value])[i] = next;
+    });
+    return copy ?? value;
+  }
+  const prototype = Object.getPrototypeOf(value);
+  if (prototype !== Object.prototype && prototype !== null) return value;
+  let copy: Record<string, unknown> | null = null;
+  for (const [key, item] of Object.entries(value)) {
+    const next = SECRET_HEADERS.has(key.toLowerCase()) ? CENSORED : censored(item, depth + 1);
+    if (next !== item) (copy ??= { ...value })[key] = next;
+  }
+  return copy ?? value;
+}

@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/app.js';
 import type { Clock } from '../../src/clock.js';
 import { type Config, loadConfig } from '../../src/config.js';
+import { SAFE_LOGGING } from '../../src/http/log-redaction.js';
 import type { Services } from '../../src/services.js';
 import type { Db, DbOptions } from '../../src/storage/db.js';
 import { createTestDatabase, createTestDb, type TestDatabase } from './database.js';
@@ -56,6 +57,7 @@ export async function createTestApp(
   const logger = logLines
     ? {
         level: 'trace',
+        ...SAFE_LOGGING,
         stream: new Writable({
           write(chunk, _encoding, done) {
             logLines.push(String(chunk));
