@@ -84,7 +84,9 @@ function censored(value: unknown, depth: number): unknown {
     let copy: unknown[] | null = null;
     value.forEach((item, i) => {
       const next = censored(item, depth + 1);
-      if (next !== item) (copy ??= [...value])[i] = next;
+      if (next === item) return;
+      copy ??= [...value];
+      copy[i] = next;
     });
     return copy ?? value;
   }
@@ -93,7 +95,9 @@ function censored(value: unknown, depth: number): unknown {
   let copy: Record<string, unknown> | null = null;
   for (const [key, item] of Object.entries(value)) {
     const next = SECRET_HEADERS.has(key.toLowerCase()) ? CENSORED : censored(item, depth + 1);
-    if (next !== item) (copy ??= { ...value })[key] = next;
+    if (next === item) continue;
+    copy ??= { ...value };
+    copy[key] = next;
   }
   return copy ?? value;
 }
