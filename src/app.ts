@@ -11,7 +11,7 @@ import { DomainError } from './errors.js';
 import { registerAuth } from './http/auth.js';
 import { answerClientError, answerFrameworkError, registerErrorHandling, requireHost } from './http/errors.js';
 import { homeRoutes } from './http/home.js';
-import { parseJsonBody } from './http/json-body.js';
+import { parseJsonBody, takesEmptyBody } from './http/json-body.js';
 import { SAFE_LOGGING, serializeRequest } from './http/log-redaction.js';
 import { answersUnderLoad, registerMetrics } from './http/metrics.js';
 import { registerOpenApi } from './http/openapi.js';
@@ -120,9 +120,9 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   app.removeContentTypeParser(['text/plain']);
   // Our own JSON parser names the field of every refusal (see json-body.ts).
   app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_request, body, done) => {
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
     try {
-      done(null, parseJsonBody(body as Buffer));
+      done(null, parseJsonBody(body as Buffer, takesEmptyBody(request.routeOptions.schema?.body)));
     } catch (error) {
       done(error as Error, undefined);
     }

@@ -13,8 +13,11 @@ const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[
  * - numbers JSON.parse cannot keep (`1e400` becomes Infinity, stored as null; `1e-400` becomes 0);
  * - `__proto__` keys and `constructor.prototype`, refused as Fastify's default parser does, but
  *   saying which key.
+ * An empty body is no body when `emptyIsNone` (the operation takes none, or one whose fields are
+ * all optional: clients send `Content-Type: application/json` on every request); otherwise it is
+ * refused, saying so.
  */
-export function parseJsonBody(body: Buffer): unknown {
+export function parseJsonBody(body: Buffer, emptyIsNone = false): unknown {
   let text: string;
   try {
     text = utf8.decode(body);
@@ -22,6 +25,7 @@ export function parseJsonBody(body: Buffer): unknown {
     throw new DomainError('invalid_request', 'the request body is not valid UTF-8');
   }
   if (text.trim() === '') {
+    if (emptyIsNone) return undefined;
     throw new DomainError('invalid_request', 'the request body is empty; a JSON object is required');
   }
   let value: unknown;
@@ -156,4 +160,11 @@ function stringEnd(text: string, start: number): number {
     else if (text[i] === '"') return i;
   }
   return text.length - 1;
+}
+
+/** Whether an operation whose body schema is `schema` reads an empty body as none (see parseJsonBody). */
+export function takesEmptyBody(schema: unknown): boolean {
+  if (schema === undefined) return true;
+  const required = (schema as { required?: unknown }).required;
+  return !Array.isArray(required) || required.length === 0;
 }

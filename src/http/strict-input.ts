@@ -11,6 +11,7 @@ import { errorResponse } from './schemas.js';
  * - a query parameter the route does not declare is `400 invalid_parameter` naming it, as Stripe
  *   answers, rather than ignored: a client paging with `page=2` would get the first page forever,
  *   and `email[]=a` the whole list unfiltered;
+ * - a body sent to an operation that takes none is `400 invalid_parameter` naming its fields;
  * - a body with a `Content-Encoding` other than `identity` is `415 unsupported_media_type`
  *   (RFC 9110 15.5.16), with `Accept-Encoding: identity` saying what is accepted: nothing here
  *   decodes a coding, so such a body would be read as plain.
@@ -18,10 +19,14 @@ import { errorResponse } from './schemas.js';
  * console's pages are for people, so neither is concerned.
  */
 export function registerStrictInput(app: FastifyInstance): void {
+  app.addHook('onRequest', refuseNulInUrl);
   app.addHook('onRoute', (route) => {
     if (!route.url?.startsWith('/v1/')) return;
     const check = strictInputCheck(app, route);
     route.onRequest = [...hooksOf(route.onRequest), check as OnRequestHook];
+    if (route.schema?.body === undefined && sendsBody(route.method)) {
+      route.preValidation = [...hooksOf(route.preValidation), refuseUntakenBody as OnRequestHook];
+    }
     // The refusal of an unknown parameter is a 400 that every route can now answer.
     const response = route.schema?.response as Record<string, unknown> | undefined;
     if (route.schema && response && !('400' in response)) {
@@ -32,6 +37,59 @@ export function registerStrictInput(app: FastifyInstance): void {
     }
   });
 }
+
+/** Whether a route of `method` may be sent a body (a GET's is not read at all). */
+function sendsBody(method: RouteOptions['method']): boolean {
+  return (Array.isArray(method) ? method : [method]).some((one) => BODY_METHODS.has(String(one).toUpperCase()));
+}
+
+const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+
+/**
+ * A body sent to an operation that takes none (`POST …/cancel`, `DELETE …`): `400
+ * invalid_parameter` naming its fields, rather than ignored, so a client that believes it sent a
+ * reason learns it was not read, and a retry with another body is not answered as the first one
+ * (the idempotent replay never sees it). `{}` and an empty body are no body.
+ */
+const refuseUntakenBody: Hook = (request, _reply, done) => {
+  const { body } = request;
+  if (body === undefined) return done();
+  const isObject = typeof body === 'object' && body !== null && !Array.isArray(body);
+  const fields = isObject ? Object.keys(body) : null;
+  if (fields?.length === 0) {
+    request.body = undefined;
+    return done();
+  }
+  const details: ErrorDetail[] = fields
+    ? fields.slice(0, MAX_NAMED).map((field) => ({ field: shown(field), message: 'is not a field of this operation' }))
+    : [{ field: 'body', message: 'must be left out' }];
+  const named = details.map((detail) => detail.field).join(', ');
+  done(new DomainError('invalid_parameter', `this operation takes no body: leave out ${named}`, details));
+};
+
+/**
+ * A NUL character in a query or path parameter, on every route (the API, the OAuth endpoints, the
+ * console's searches): `400 invalid_parameter` naming it. PostgreSQL cannot hold NUL in text and
+ * failed such a search with an error where SQLite answered an empty list; no stored value holds
+ * one (bodies refuse it by schema), so it is refused before either engine is asked, and the same
+ * request gets the same answer on both. Only a URL that spells `%00` is searched.
+ */
+const refuseNulInUrl: Hook = (request, _reply, done) => {
+  if (!request.url.includes('%00')) return done();
+  const parameters = [
+    ...Object.entries((request.params ?? {}) as Record<string, unknown>),
+    ...Object.entries((request.query ?? {}) as Record<string, unknown>),
+  ];
+  for (const [name, value] of parameters) {
+    const values = Array.isArray(value) ? value : [value];
+    if (name.includes('\u0000') || values.some((one) => typeof one === 'string' && one.includes('\u0000'))) {
+      return done(invalidParameter(shown(name.replaceAll('\u0000', '\\0')), NUL_MESSAGE));
+    }
+  }
+  done();
+};
+
+const NUL_MESSAGE = 'must not contain a NUL character (%00)';
 
 /** Parameter names read as a request to page by number: this API pages with cursors. */
 const PAGE_NUMBER_PARAMS = new Set(['page', 'page_size', 'per_page', 'offset']);

@@ -73,6 +73,15 @@ describe('the customer search', () => {
     expect((await browser.get('/admin/customers?tier=gold')).statusCode).toBe(400);
   });
 
+  it('refuses a NUL character in any search with a 400 page on both engines (it was a 500 on PostgreSQL)', async () => {
+    for (const url of ['/admin/customers?q=a%00@x.com', '/admin/referrals?sender=%00', '/admin/rewards?code=A%00B']) {
+      const page = await browser.get(url);
+      expect(page.statusCode, url).toBe(400);
+      expect(page.body, url).toContain('must not contain a NUL character');
+    }
+    expect((await search('q=a@x.com')).statusCode).toBe(200);
+  });
+
   it('filters by state and by VIP tier, and shows each customer’s tier', async () => {
     const gold = await t.services.vipTiers.create(merchant.accountId, { name: 'Gold', milestone: 100 });
     const rich = await customer('rich@example.com');

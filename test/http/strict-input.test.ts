@@ -355,3 +355,86 @@ describe('a JSON -0', () => {
     }
   });
 });
+
+describe('a NUL character in a parameter', () => {
+  // PostgreSQL cannot hold NUL in text: such a search was a 500 there and an empty list on SQLite.
+  it('is refused with 400 invalid_parameter naming it, in every query parameter of every /v1 GET', async () => {
+    const gets = (await operations()).filter((o) => o.method === 'GET' && o.query.length > 0);
+    expect(gets.map((o) => o.path)).toEqual(
+      expect.arrayContaining(['/v1/customers', '/v1/referrals', '/v1/reward_fulfillments', '/v1/events']),
+    );
+    for (const operation of gets) {
+      const path = operation.path.replace('{id}', String(endpointId));
+      for (const name of operation.query) {
+        const url = `${path}?${name}=a%00b`;
+        const error = expectError(await send('GET', url), 'invalid_parameter');
+        expect(error.details, url).toEqual([{ field: name, message: 'must not contain a NUL character (%00)' }]);
+      }
+    }
+  });
+
+  it('is refused in the searches that reached the database, and in a string path id', async () => {
+    for (const [url, field] of [
+      ['/v1/customers?email=a%00@x.com', 'email'],
+      ['/v1/referrals?receiver_customer_email=%00', 'receiver_customer_email'],
+      ['/v1/reward_fulfillments?code=A%00B', 'code'],
+      ['/v1/events/evt_%00', 'id'],
+    ] as const) {
+      const error = expectError(await send('GET', url), 'invalid_parameter');
+      expect(error.details, url).toEqual([{ field, message: expect.stringContaining('NUL') }]);
+    }
+    // The same searches without the NUL answer as before.
+    const found = await send('GET', '/v1/customers?email=jane@example.com');
+    expect(found.statusCode, found.body).toBe(200);
+    expect(found.json().customers).toHaveLength(1);
+  });
+});
+
+describe('a body sent to an operation that takes none', () => {
+  it('is refused with 400 invalid_parameter naming its fields on every such /v1 operation, writing nothing', async () => {
+    const doc = (await t.app.inject({ method: 'GET', url: '/v1/openapi.json' })).json();
+    const bodiless: { method: 'POST' | 'PATCH' | 'DELETE'; path: string }[] = [];
+    for (const [path, item] of Object.entries(doc.paths as Record<string, Record<string, { requestBody?: unknown }>>)) {
+      for (const [method, operation] of Object.entries(item)) {
+        if (['post', 'patch', 'delete'].includes(method) && path.startsWith('/v1/') && !operation.requestBody) {
+          bodiless.push({ method: method.toUpperCase() as 'POST' | 'PATCH' | 'DELETE', path });
+        }
+      }
+    }
+    expect(bodiless.map((o) => `${o.method} ${o.path}`)).toEqual(
+      expect.arrayContaining([
+        'POST /v1/reward_fulfillments/{id}/cancel',
+        'DELETE /v1/webhook_endpoints/{id}',
+        'POST /v1/webhook_endpoints/{id}/rotate_secret',
+      ]),
+    );
+    const before = await engineState(t.db.kysely);
+    for (const { method, path } of bodiless) {
+      const url = path.replace('{id}', String(path.includes('webhook') ? endpointId : transactionId));
+      for (const [payload, fields] of [
+        ['{"reason":"x"}', ['reason']],
+        ['[1]', ['body']],
+        ['"x"', ['body']],
+      ] as const) {
+        const reply = await t.app.inject({
+          method,
+          url,
+          headers: { ...bearer(a.apiKey), 'content-type': 'application/json' },
+          payload,
+        });
+        const error = expectError(reply, 'invalid_parameter');
+        expect(
+          error.details.map((d: { field: string }) => d.field),
+          `${method} ${url} ${payload}`,
+        ).toEqual(fields);
+      }
+    }
+    expect(await engineState(t.db.kysely)).toEqual(before);
+    const endpoint = await t.app.inject({
+      method: 'GET',
+      url: `/v1/webhook_endpoints/${endpointId}`,
+      headers: bearer(a.apiKey),
+    });
+    expect(endpoint.statusCode, endpoint.body).toBe(200);
+  });
+});

@@ -238,6 +238,61 @@ describe('POST /v1/reward_fulfillments/{id}/cancel', () => {
   });
 });
 
+describe('a body where the operation takes none, and an empty one', () => {
+  it('refuses a body sent to cancel with 400 naming its fields, even under the first cancel’s Idempotency-Key', async () => {
+    const issued = await buy();
+    const key = { 'idempotency-key': 'cancel-once' };
+    expect((await cancel(issued.id, key)).statusCode).toBe(200);
+    const before = await state();
+    const again = await request(
+      'POST',
+      `/v1/reward_fulfillments/${issued.id}/cancel`,
+      { reason: 'changed my mind' },
+      key,
+    );
+    const error = expectError(again, 'invalid_parameter');
+    expect(error.details).toEqual([{ field: 'reason', message: 'is not a field of this operation' }]);
+    expect(await state()).toEqual(before);
+    // Without a key too, and on a code that could still be cancelled: nothing is written.
+    const other = await buy();
+    const refused = await request('POST', `/v1/reward_fulfillments/${other.id}/cancel`, { reason: 'x', note: 'y' });
+    expect(expectError(refused, 'invalid_parameter').details.map((d: { field: string }) => d.field)).toEqual([
+      'reason',
+      'note',
+    ]);
+    // 500, less two codes of 100, plus the first one's points given back.
+    expect((await customer()).points_balance).toBe(400);
+  });
+
+  it('reads an empty JSON body as no body: use and cancel answer as without one', async () => {
+    const json = { 'content-type': 'application/json' };
+    const [first, second] = [await buy(), await buy()];
+    for (const payload of ['', '  ', '{}']) {
+      const fresh = await buy();
+      const used = await t.app.inject({
+        method: 'POST',
+        url: `/v1/reward_fulfillments/${fresh.id}/use`,
+        headers: { ...bearer(a.apiKey), ...json },
+        payload,
+      });
+      expect(used.statusCode, `${JSON.stringify(payload)}: ${used.body}`).toBe(200);
+      expect(used.json().reward_fulfillment.usage_status).toBe('used');
+    }
+    for (const [id, payload] of [
+      [first.id, ''],
+      [second.id, '{}'],
+    ] as const) {
+      const cancelled = await t.app.inject({
+        method: 'POST',
+        url: `/v1/reward_fulfillments/${id}/cancel`,
+        headers: { ...bearer(a.apiKey), ...json },
+        payload,
+      });
+      expect(cancelled.statusCode, cancelled.body).toBe(200);
+    }
+  });
+});
+
 describe('an order activity’s properties.discount_codes', () => {
   it("uses the customer's own issued codes in the activity's transaction, and nothing else", async () => {
     const type = await t.services.activityTypes.create(a.accountId, { name: 'Order' });
