@@ -5,6 +5,7 @@ import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { buildApp } from './app.js';
 import { BackgroundThread } from './background.js';
+import { systemClock } from './clock.js';
 import { type Config, ConfigError, loadConfig, localBaseUrl, redactUrl } from './config.js';
 import { SAFE_LOGGING } from './http/log-redaction.js';
 import {
@@ -15,6 +16,7 @@ import {
 } from './http/metrics.js';
 import { type Db, openDb } from './storage/db.js';
 import { migrateToLatest } from './storage/migrator.js';
+import { recordPublicUrl } from './storage/server-settings.js';
 import {
   clusterWriteTurn,
   handOutWriteTurns,
@@ -183,6 +185,10 @@ async function runServer(config: Config, options: { migrate: boolean }): Promise
   }
   // The port actually bound (PORT=0 picks one), and the pages a newcomer opens first.
   const base = localBaseUrl(config, (app.server.address() as AddressInfo).port);
+  // The CLI prints the addresses of this server, not of its own HOST and PORT.
+  await recordPublicUrl(db.kysely, base, systemClock.now()).catch((error) =>
+    app.log.warn({ err: error }, 'could not record the public address for the CLI'),
+  );
   app.log.info(
     { database: db.location, worker: cluster.worker?.id ?? null, console: `${base}/admin`, docs: `${base}/docs` },
     `loyalty API ready: the console at ${base}/admin, the API reference at ${base}/docs`,

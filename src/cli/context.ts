@@ -8,12 +8,15 @@ import { MAX_LIMIT } from '../pagination/schemas.js';
 import { createServices, type Services } from '../services.js';
 import { type Db, openDb } from '../storage/db.js';
 import { migrateToLatest } from '../storage/migrator.js';
+import { storedPublicUrl } from '../storage/server-settings.js';
 
 /** What every command's action gets: the services on the migrated database, and the config. */
 export interface CliContext {
   services: Services;
   db: Db;
   config: Config;
+  /** The address the last server started on this database recorded (storage/server-settings.ts). */
+  storedPublicUrl: string | null;
 }
 
 /** Turns a result into the text printed without --json. */
@@ -38,13 +41,15 @@ export async function run<T>(
       preparedStatements: config.databasePreparedStatements,
     });
     if (options.migrate !== false) await migrateToLatest(db);
+    const stored = options.migrate !== false ? await storedPublicUrl(db.kysely) : null;
     const services = createServices(db, {
       clock: systemClock,
       accessTokenTtlSeconds: config.accessTokenTtlSeconds,
       events: config.events,
-      referralBaseUrl: referralBaseUrl(config),
+      // The server's own referral URLs: PUBLIC_URL, else the address the running server recorded.
+      referralBaseUrl: referralBaseUrl({ ...config, publicUrl: config.publicUrl ?? stored }),
     });
-    const result = await action({ services, db, config });
+    const result = await action({ services, db, config, storedPublicUrl: stored });
     // A command that wrote its output itself (an export to stdout) answers nothing more.
     if (result !== undefined) process.stdout.write(json ? `${JSON.stringify(result)}\n` : `${text(result)}\n`);
   } catch (error) {
@@ -122,16 +127,22 @@ export function pageLimit(value: string): number {
 export interface ServerAddress {
   /** Without a trailing slash, such as `http://127.0.0.1:3000`. */
   url: string;
-  source: '--base-url' | 'PUBLIC_URL' | 'HOST and PORT';
+  source: '--base-url' | 'PUBLIC_URL' | 'the running server' | 'HOST and PORT';
 }
 
 /**
- * Where the server started with this environment answers: `--base-url` if given, else
- * PUBLIC_URL, else HOST and PORT. Null with PORT=0, whose port only the running server knows.
+ * Where the server answers: `--base-url` if given, else PUBLIC_URL, else the address the last
+ * server started on this database recorded, else HOST and PORT as the server would read them.
+ * Null with PORT=0 and no server started yet, whose port only the running server knows.
  */
-export function serverAddress(config: Config, baseUrl?: string): ServerAddress | null {
+export function serverAddress(
+  ctx: Pick<CliContext, 'config' | 'storedPublicUrl'>,
+  baseUrl?: string,
+): ServerAddress | null {
+  const { config } = ctx;
   if (baseUrl !== undefined) return { url: parseBaseUrl(baseUrl), source: '--base-url' };
   if (config.publicUrl !== null) return { url: config.publicUrl, source: 'PUBLIC_URL' };
+  if (ctx.storedPublicUrl !== null) return { url: ctx.storedPublicUrl, source: 'the running server' };
   if (config.port === 0) return null;
   return { url: localBaseUrl(config), source: 'HOST and PORT' };
 }

@@ -14,6 +14,7 @@ export interface Database {
   referral_settings: ReferralSettingsTable;
   earning_rules: EarningRulesTable;
   server_secrets: ServerSecretsTable;
+  server_settings: ServerSettingsTable;
   users: UsersTable;
   oauth_sessions: OAuthSessionsTable;
   oauth_sign_in_failures: OAuthSignInFailuresTable;
@@ -243,6 +244,13 @@ export interface EarningRulesTable {
   updated_at: number;
   /** The activity type whose activities the rule evaluates; null: it never credits. */
   activity_type_id: number | null;
+}
+
+export interface ServerSettingsTable {
+  /** `public_url`: the address clients reach the last server started on this database at. */
+  name: string;
+  value: string;
+  updated_at: number;
 }
 
 export interface ServerSecretsTable {

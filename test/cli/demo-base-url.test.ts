@@ -186,6 +186,50 @@ describe('loyalty demo against a real server', () => {
   }, 90_000);
 });
 
+describe('the CLI beside a running server, without its PORT (issue 49)', () => {
+  let database: TestDatabase;
+  let server: ServerProcess | undefined;
+  afterEach(async () => {
+    await server?.stop();
+    server = undefined;
+    await database.drop();
+  });
+
+  it("prints the running server's address in referral URLs, sign-in hints and the demo, not its own :3000", async () => {
+    database = await createTestDatabase();
+    const env = { DATABASE_URL: database.url };
+    // PORT=0: the server takes a port of its own; the CLI is run with no PORT at all.
+    server = await startServer({ ...env, PORT: '0', RATE_LIMIT_PER_SECOND: '0' });
+    const base = server.url.replace(/\/$/, '');
+    expect(base).not.toContain(':3000');
+
+    const demo = await loyalty(['demo', '--json'], env);
+    expect(demo.code, demo.stderr).toBe(0);
+    const made = demo.json();
+    expect(made.base_url).toBe(`${base}/v1`);
+    expect(made.referral_url.startsWith(`${base}/r/`), made.referral_url).toBe(true);
+    const text = await loyalty(['demo'], env);
+    expect(text.stdout).toContain(`The server is taken to be at ${base} (as the last server started on this database`);
+
+    const exported = await loyalty(['export', 'customers', '--account', String(made.account_id)], env);
+    expect(exported.code, exported.stderr).toBe(0);
+    expect(exported.stdout).toContain(`${base}/r/`);
+    expect(exported.stdout).not.toContain(':3000');
+
+    const user = await loyalty(
+      ['users', 'create', '--new-account', 'Shop', '--email', 'owner@example.com'],
+      env,
+      'a long password\n',
+    );
+    expect(user.code, user.stderr).toBe(0);
+    expect(user.stdout).toContain(`Sign in to the console at ${base}/admin`);
+
+    // The referral URL the CLI printed is the one the server itself answers.
+    const landing = await fetch(made.referral_url, { redirect: 'manual' });
+    expect(landing.status).toBeLessThan(400);
+  }, 90_000);
+});
+
 /**
  * Signs in as a browser would, from the console's address: redirected to the sign-in page,
  * the form sent with its CSRF token, then the page it lands on. Returns that page's HTML.

@@ -9,7 +9,7 @@ export interface DemoResult {
   account_id: number;
   api_key: string;
   access_token: string;
-  /** The API's address, `/v1` included: from --base-url, else PUBLIC_URL, else HOST and PORT. */
+  /** The API's address, `/v1` included: from --base-url, else PUBLIC_URL, else the running server's, else HOST and PORT. */
   base_url: string;
   /** The token of the demo's "Place an order" activity type. */
   activity_token: string;
@@ -135,17 +135,18 @@ export function registerDemoCommand(program: Command): void {
     .command('demo')
     .description(
       'create a demo program (rules, tiers, rewards, a customer) with a console user, an API key and an app token; ' +
-        'prints them with curl lines for the server at --base-url, else PUBLIC_URL, else HOST and PORT ' +
-        '(default http://127.0.0.1:3000)',
+        'prints them with curl lines for the server at --base-url, else PUBLIC_URL, else the address the last ' +
+        'server started on the database recorded, else HOST and PORT (default http://127.0.0.1:3000)',
     )
     .option('--base-url <url>', "the server's address, as clients reach it (such as http://127.0.0.1:3001)")
     .action((opts: { baseUrl?: string }, cmd: Command) => {
       let address: ServerAddress | undefined;
       return run(
         cmd,
-        async ({ services, config }): Promise<DemoResult> => {
+        async (ctx): Promise<DemoResult> => {
+          const { services } = ctx;
           // Checked before anything is created: curl lines to the wrong address all fail.
-          const found = serverAddress(config, opts.baseUrl);
+          const found = serverAddress(ctx, opts.baseUrl);
           if (found === null) {
             throw new DomainError(
               'invalid_parameter',
@@ -219,6 +220,9 @@ export function registerDemoCommand(program: Command): void {
 const SOURCES: Record<ServerAddress['source'], string> = {
   '--base-url': 'from --base-url',
   PUBLIC_URL: 'from PUBLIC_URL; if the server is elsewhere, run the demo with --base-url URL',
+  'the running server':
+    'as the last server started on this database recorded it; if it listens elsewhere now, run the demo with ' +
+    '--base-url URL',
   'HOST and PORT':
     "from HOST and PORT, read as the server reads them; if it listens elsewhere, run the demo with the server's " +
     'PORT, or with --base-url URL',

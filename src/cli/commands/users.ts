@@ -23,14 +23,15 @@ export function registerUserCommands(program: Command): void {
       let signIn = '';
       return run(
         cmd,
-        async ({ services, config }) => {
+        async (ctx) => {
+          const { services } = ctx;
           if ((opts.account === undefined) === (opts.newAccount === undefined)) {
             throw new DomainError(
               'invalid_parameter',
               'give the account: --account ID for an existing one, or --new-account NAME to create it',
             );
           }
-          signIn = signInHint(serverAddress(config)?.url);
+          signIn = signInHint(serverAddress(ctx)?.url);
           if (opts.account !== undefined) {
             const accountId = parseId(opts.account, 'account');
             await services.accounts.require(accountId);
