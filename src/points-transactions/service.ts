@@ -44,7 +44,7 @@ export interface LedgerEntry {
   internalNote: string | null;
   /** The activity and rule of a credit (what earning limits count), the time it counts at. */
   activityId?: number;
-  /** The purchase a debit paid for. */
+  /** The purchase a debit paid for, or a refund gives back. */
   pointsPurchaseId?: number;
   earningRuleId?: number;
   occurredAt?: number;

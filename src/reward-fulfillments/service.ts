@@ -186,7 +186,7 @@ export class RewardFulfillmentsService {
 
   /**
    * Cancels the account's issued, unused fulfillment in `w` and gives back the points its purchase
-   * spent: one points transaction described `Refund: <reward name>`, not counted as earned. Its
+   * spent: one points transaction described `Refund: <reward name>`, naming the purchase, not counted as earned. Its
    * customer is locked first (the order every transaction takes its locks in), then a conditional
    * update cancels it, so that of any number of cancels at once exactly one refunds. Anything but
    * an issued, unused, unexpired code is `409 reward_already_used`, writing nothing. Records
@@ -200,11 +200,14 @@ export class RewardFulfillmentsService {
     if (!row || !customer) throw cancelRefusal(await findFulfillmentRow(w.trx, accountId, id), id, w.now);
     const fulfillment = this.updated(w, row);
     if (row.points_purchase_id !== null) {
-      const spent = await findPointsSpent(w.trx, Number(row.points_purchase_id));
+      const purchaseId = Number(row.points_purchase_id);
+      const spent = await findPointsSpent(w.trx, purchaseId);
       await this.ledger.post(w, customer, {
         pointsChange: spent,
         description: `Refund: ${row.name}`,
         internalNote: null,
+        // The purchase it gives back, as the debit that paid for it names it.
+        pointsPurchaseId: purchaseId,
         countsAsEarned: false,
       });
     }

@@ -684,3 +684,27 @@ describe('running the program from the console', () => {
     expect(fieldError(refused.body, 'points_change')).toBeUndefined();
   });
 });
+
+describe('the earning rules list', () => {
+  it('says a rule with no activity type never credits, instead of showing it Enabled (issue 49)', async () => {
+    const browser = await signedIn(t, merchant);
+    const type = await t.services.activityTypes.create(merchant.accountId, { name: 'Order' });
+    const rule = (name: string, activity_token?: string) => ({
+      name,
+      image_url: 'https://cdn.example.com/r.png',
+      reward: { type: 'points' as const },
+      reward_value: { type: 'fixed' as const, fixed: { value: 5 } },
+      earning_limit: null,
+      ...(activity_token ? { activity_token } : {}),
+    });
+    await t.services.earningRules.create(merchant.accountId, [rule('Unbound'), rule('Bound', type.token)]);
+    const page = (await browser.get('/admin/earning-rules')).body;
+    const row = (name: string) =>
+      page.slice(page.indexOf(`>${name}</a>`), page.indexOf('</tr>', page.indexOf(`>${name}</a>`)));
+    expect(row('Unbound')).toContain('Never credits');
+    expect(row('Unbound')).toContain('no activity type is chosen');
+    expect(row('Unbound')).not.toContain('>Enabled<');
+    expect(row('Bound')).toContain('>Enabled<');
+    expect(row('Bound')).not.toContain('Never credits');
+  });
+});

@@ -212,6 +212,16 @@ describe('POST /v1/reward_fulfillments/{id}/cancel', () => {
       .orderBy('id', 'desc')
       .executeTakeFirstOrThrow();
     expect(refund).toMatchObject({ points_change: 100, description: 'Refund: $5 off', counts_as_earned: 0 });
+    // The refund names the purchase it gives back, as the debit that paid for it does (issue 49).
+    const debit = await t.db.kysely
+      .selectFrom('points_transactions')
+      .select('points_purchase_id')
+      .where('customer_id', '=', jane)
+      .where('points_change', '<', 0)
+      .executeTakeFirstOrThrow();
+    expect(debit.points_purchase_id).not.toBeNull();
+    const shown = (await request('GET', `/v1/points_transactions/${refund.id}`)).json().points_transaction;
+    expect(shown.points_purchase_id).toBe(Number(debit.points_purchase_id));
     const after = await t.db.kysely
       .selectFrom('customers')
       .select('points_earned')

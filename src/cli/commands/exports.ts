@@ -46,7 +46,11 @@ const FILTER_OPTIONS: Record<string, (words: string) => Option> = {
       'only fulfillments in this state: pending, issued, cancelled or failed',
     ),
   usage_status: () =>
-    new Option('--usage-status <status>', 'only fulfillments in this use: used, unused, expired or untracked'),
+    new Option(
+      '--usage-status <status>',
+      'only fulfillments in this use: used, unused, expired or untracked (a cancelled code reads unused: add ' +
+        '--fulfillment-status issued for the codes still to be used)',
+    ),
   code: () =>
     new Option('--code <code>', 'only the fulfillment with this code (case, spaces and dashes do not matter)'),
   updated_at_min: (words) =>
