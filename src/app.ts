@@ -25,6 +25,7 @@ import { registerJobMetrics } from './jobs/metrics.js';
 import { rooms } from './rooms.js';
 import { createServices, type Services, serviceOptions } from './services.js';
 import { type Db, isReachable } from './storage/db.js';
+import { VERSION } from './version.js';
 import { registerWebhookMetrics } from './webhooks/metrics.js';
 
 declare module 'fastify' {
@@ -159,6 +160,26 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       config: answersUnderLoad,
     },
     async () => ({ status: 'ok' as const }),
+  );
+  app.get(
+    '/version',
+    {
+      schema: {
+        operationId: 'getVersion',
+        tags: ['Service'],
+        summary: 'The version of the service that answers',
+        description:
+          'The version of this server (package.json), as the OpenAPI document and the webhooks’ User-Agent carry it.',
+        response: {
+          200: Type.Object(
+            { version: Type.String({ description: 'Semantic version, such as 0.2.0', examples: ['0.2.0'] }) },
+            { description: 'The version' },
+          ),
+        },
+      },
+      config: answersUnderLoad,
+    },
+    async () => ({ version: VERSION }),
   );
   app.get(
     '/readyz',

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, DEFAULT_DATABASE_URL, loadConfig, referralBaseUrl } from '../src/config.js';
 
@@ -180,5 +181,32 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ HOST: '::1' })).not.toThrow();
     // The CLI never listens, so it does not care.
     expect(() => loadConfig({ HOST: '0.0.0.0' }, { listening: false })).not.toThrow();
+  });
+});
+
+describe('.env.example (issue 49)', () => {
+  const root = new URL('..', import.meta.url);
+  const example = readFileSync(new URL('.env.example', root), 'utf8');
+  /** NAME=value of each setting line, commented out or not. */
+  const settings = new Map(
+    [...example.matchAll(/^#? ?([A-Z][A-Z0-9_]+)=(.*)$/gm)].map((match) => [match[1] as string, match[2] as string]),
+  );
+
+  it("lists every variable of the README's configuration table, and no other", () => {
+    const readme = readFileSync(new URL('README.md', root), 'utf8');
+    const table = readme.slice(readme.indexOf('| variable | default | meaning |'));
+    // The first cell of each row names the variables (`TLS_CERT_FILE`, `TLS_KEY_FILE` share one).
+    const documented = table
+      .slice(0, table.indexOf('\n\n'))
+      .split('\n')
+      .slice(2)
+      .flatMap((row) => [...(row.split('|')[1] ?? '').matchAll(/`([A-Z][A-Z0-9_]+)`/g)].map((match) => match[1]));
+    expect(documented.length).toBeGreaterThan(20);
+    expect([...settings.keys()].sort()).toEqual(documented.sort());
+  });
+
+  it('holds the defaults: read as the environment, it is the config of no environment at all', () => {
+    const given = Object.fromEntries([...settings].filter(([, value]) => value !== ''));
+    expect(loadConfig(given)).toEqual(loadConfig({}));
   });
 });

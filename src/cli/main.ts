@@ -1,4 +1,5 @@
 import { Command } from 'commander';
+import { VERSION } from '../version.js';
 import { registerAccountCommands } from './commands/accounts.js';
 import { registerApiKeyCommands } from './commands/api-keys.js';
 import { registerAppCommands } from './commands/apps.js';
@@ -29,6 +30,7 @@ export function buildProgram(): Command {
         'activity types, customers, VIP tiers, points settings, points products and reward codes. Start with `loyalty demo`.\n' +
         'Uses DATABASE_URL like the server (default sqlite:./data/loyalty.db) and migrates it when needed.',
     )
+    .version(VERSION, '--version', 'print the version of the service and its CLI')
     .option('--json', 'print exactly one JSON value on stdout')
     .showHelpAfterError()
     .configureOutput({ outputError: (text, write) => write(text) });

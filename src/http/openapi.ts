@@ -5,6 +5,7 @@ import { ALL_SCOPES, SCOPE_DESCRIPTIONS } from '../auth/scopes.js';
 import { type Config, publicBaseUrl } from '../config.js';
 import { EVENT_TYPE_NAMES, EVENT_TYPES, type EventType } from '../events/catalog.js';
 import { EVENT_DATA, eventOf } from '../events/schemas.js';
+import { VERSION } from '../version.js';
 import type { RouteAuth } from './auth.js';
 import { errorResponse } from './schemas.js';
 
@@ -72,7 +73,7 @@ export async function registerOpenApi(app: FastifyInstance, config: Config): Pro
       openapi: OPENAPI_VERSION,
       info: {
         title: 'Loyalty API',
-        version: '1.0.0',
+        version: VERSION,
         description:
           'Referral settings, customer identities, earning rules, customers, activities, the points ledger, VIP ' +
           'tiers, points settings, points products, reward fulfillments and referrals of a merchant loyalty program, and ' +

@@ -31,7 +31,8 @@ export const PointsTransaction = Type.Object(
       description: 'The activity that credited it, or null (a manual change)',
     }),
     points_purchase_id: Type.Union([Type.Integer(), Type.Null()], {
-      description: 'The points purchase it paid for (a debit) or gives back (the refund of a cancelled reward), or null',
+      description:
+        'The points purchase it paid for (a debit) or gives back (the refund of a cancelled reward), or null',
     }),
     created_at: Type.String({ format: 'date-time' }),
     updated_at: Type.String({ format: 'date-time', description: 'Equal to created_at: transactions never change' }),

@@ -1,10 +1,7 @@
 import { lookup as dnsLookup } from 'node:dns';
-import { existsSync, readFileSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
 import type { LookupFunction, Socket } from 'node:net';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { Kysely } from 'kysely';
 import { RequestFilteringHttpAgent, RequestFilteringHttpsAgent } from 'request-filtering-agent';
 import type { Clock } from '../clock.js';
@@ -13,6 +10,7 @@ import { eventJson } from '../events/service.js';
 import { type ClaimedJob, type JobHandler, type JobOutcome, type JobsService, PARKED_AT } from '../jobs/service.js';
 import type { Database, WebhookEndpointRow } from '../storage/schema.js';
 import type { UnitOfWork, Work } from '../storage/unit-of-work.js';
+import { VERSION } from '../version.js';
 import { endpointGroup, WEBHOOK_DELIVERY_QUEUE } from './delivery-queue.js';
 import {
   clearFailing,
@@ -40,8 +38,8 @@ const IDLE_SOCKET_MS = 4000;
 /** The longest error kept in the delivery log. */
 const MAX_ERROR_LENGTH = 300;
 
-/** `loyalty-webhooks/<version>`: the package's version, read once wherever this module was compiled to. */
-export const WEBHOOK_USER_AGENT = `loyalty-webhooks/${packageVersion()}`;
+/** `loyalty-webhooks/<version>`: the service's version (version.ts). */
+export const WEBHOOK_USER_AGENT = `loyalty-webhooks/${VERSION}`;
 
 export interface DelivererDeps {
   db: Kysely<Database>;
@@ -429,16 +427,4 @@ function guardedLookup(base: LookupFunction, allowPrivate: boolean): LookupFunct
     });
   };
   return guarded as unknown as LookupFunction;
-}
-
-function packageVersion(): string {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  for (;;) {
-    const file = join(dir, 'package.json');
-    if (existsSync(file))
-      return String((JSON.parse(readFileSync(file, 'utf8')) as { version?: string }).version ?? '0.0.0');
-    const parent = dirname(dir);
-    if (parent === dir) return '0.0.0';
-    dir = parent;
-  }
 }
