@@ -40,6 +40,12 @@ export async function deleteSession(db: Kysely<Database>, sessionHash: string): 
   await db.deleteFrom('oauth_sessions').where('session_hash', '=', sessionHash).execute();
 }
 
+/** Deletes every session signed in as the user; how many there were. */
+export async function deleteSessionsOfUser(db: Kysely<Database>, userId: number): Promise<number> {
+  const { numDeletedRows } = await db.deleteFrom('oauth_sessions').where('user_id', '=', userId).executeTakeFirst();
+  return Number(numDeletedRows);
+}
+
 /**
  * Removes expired and idle sessions, and throttle counters whose last delay ended before
  * `throttleBefore`; how many rows of both.

@@ -12,6 +12,7 @@ import {
   clearAttempts,
   type DelayRule,
   deleteSession,
+  deleteSessionsOfUser,
   findLiveSession,
   forgiveAttempt,
   insertSession,
@@ -130,6 +131,11 @@ export class SessionsService {
   /** Ends the session; the caller starts a new anonymous one if the browser continues. */
   async end(session: Session): Promise<void> {
     await deleteSession(this.db, sha256Hex(session.id));
+  }
+
+  /** Signs the user out of every browser (after a password reset); how many sessions ended. */
+  async endAllOf(userId: number): Promise<number> {
+    return deleteSessionsOfUser(this.db, userId);
   }
 
   /**

@@ -21,3 +21,22 @@ export async function findUserByEmail(db: Kysely<Database>, emailNormalized: str
 export async function findUserById(db: Kysely<Database>, id: number): Promise<UserRow | undefined> {
   return db.selectFrom('users').selectAll().where('id', '=', id).executeTakeFirst();
 }
+
+/** The account's users, oldest first. */
+export async function findUsersOfAccount(db: Kysely<Database>, accountId: number): Promise<UserRow[]> {
+  return db.selectFrom('users').selectAll().where('account_id', '=', accountId).orderBy('id').execute();
+}
+
+/** Sets the password hash of the user with this email; the user, or undefined when there is none. */
+export async function updatePasswordHash(
+  db: Kysely<Database>,
+  emailNormalized: string,
+  passwordHash: string,
+): Promise<UserRow | undefined> {
+  return db
+    .updateTable('users')
+    .set({ password_hash: passwordHash })
+    .where('email_normalized', '=', emailNormalized)
+    .returningAll()
+    .executeTakeFirst();
+}

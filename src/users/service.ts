@@ -2,12 +2,18 @@ import type { Kysely, Transaction } from 'kysely';
 import { type Static, Type } from 'typebox';
 import type { AccountsService } from '../accounts/service.js';
 import { normalizeEmail, trimEmail } from '../email.js';
-import { invalidParameter } from '../errors.js';
+import { invalidParameter, notFound } from '../errors.js';
 import type { Database, UserRow } from '../storage/schema.js';
 import type { UnitOfWork } from '../storage/unit-of-work.js';
 import { validate } from '../validate.js';
 import { burnPasswordCheck, hashPassword, MAX_PASSWORD_LENGTH, verifyPassword } from './password.js';
-import { findUserByEmail, findUserById, insertUserIfAbsent } from './repository.js';
+import {
+  findUserByEmail,
+  findUserById,
+  findUsersOfAccount,
+  insertUserIfAbsent,
+  updatePasswordHash,
+} from './repository.js';
 
 /** The shortest password a merchant user may have. */
 export const MIN_PASSWORD_LENGTH = 10;
@@ -90,6 +96,23 @@ export class UsersService {
       return null;
     }
     return (await verifyPassword(password, row.password_hash)) ? toUser(row) : null;
+  }
+
+  /** The account's users, oldest first (never their password hashes). */
+  async list(accountId: number): Promise<User[]> {
+    await this.accounts.require(accountId);
+    return (await findUsersOfAccount(this.db, accountId)).map(toUser);
+  }
+
+  /**
+   * Gives the user with this email a new password (`loyalty users reset-password`: whoever runs the
+   * CLI administers the server). The caller signs the user's browsers out.
+   */
+  async resetPassword(email: string, password: string): Promise<User> {
+    const user = checkedInput({ email, password });
+    const row = await updatePasswordHash(this.db, normalizeEmail(user.email), await hashPassword(user.password));
+    if (!row) throw notFound(`no user signs in with ${user.email}`);
+    return toUser(row);
   }
 
   /** The user, or null when it no longer exists. */

@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { loyalty } from '../helpers/cli.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
+import { withServices } from '../helpers/seed.js';
 import { ROOT } from '../helpers/server-process.js';
 import { eventually } from '../helpers/wait.js';
 
@@ -111,4 +112,79 @@ describe('loyalty users create: its messages', () => {
     expect(result.code, result.stderr).toBe(0);
     expect(Object.keys(result.json())).toEqual(['id', 'account_id', 'email']);
   });
+});
+
+describe('loyalty users list and reset-password (issue 49)', () => {
+  let database: TestDatabase;
+  let env: Record<string, string>;
+  beforeEach(async () => {
+    database = await createTestDatabase();
+    env = { DATABASE_URL: database.url };
+  });
+  afterEach(() => database.drop());
+
+  it("lists an account's users without their hashes, and resets a password, signing the user out everywhere", async () => {
+    const made = await loyalty(
+      ['users', 'create', '--new-account', 'Acme', '--email', 'Owner@Acme.example', '--json'],
+      env,
+      `${PASSWORD}\n`,
+    );
+    expect(made.code, made.stderr).toBe(0);
+    const owner = made.json();
+    const second = await loyalty(
+      ['users', 'create', '--account', String(owner.account_id), '--email', 'clerk@acme.example', '--json'],
+      env,
+      `${PASSWORD}\n`,
+    );
+    expect(second.code, second.stderr).toBe(0);
+
+    const listed = await loyalty(['users', 'list', '--account', String(owner.account_id), '--json'], env);
+    expect(listed.code, listed.stderr).toBe(0);
+    expect(listed.json()).toEqual([
+      { id: owner.id, account_id: owner.account_id, email: 'Owner@Acme.example' },
+      { id: second.json().id, account_id: owner.account_id, email: 'clerk@acme.example' },
+    ]);
+    const text = await loyalty(['users', 'list', '--account', String(owner.account_id)], env);
+    expect(text.stdout).toContain('clerk@acme.example');
+    expect(text.stdout).not.toMatch(/scrypt|password/i);
+
+    // Signed in from a browser: the reset ends that session.
+    const cookie = await withServices(database.url, async (services) => {
+      const session = await services.sessions.start();
+      const result = await services.sessions.signIn(session, 'owner@acme.example', PASSWORD, '127.0.0.1');
+      expect(result.kind).toBe('signed_in');
+      return (result as { session: { id: string } }).session.id;
+    });
+    const reset = await loyalty(
+      ['users', 'reset-password', '--email', 'OWNER@acme.example', '--json'],
+      env,
+      'a brand new password\n',
+    );
+    expect(reset.code, reset.stderr).toBe(0);
+    expect(reset.json()).toEqual({ ...owner, sessions_ended: 1 });
+    await withServices(database.url, async (services) => {
+      // The cookie now names an anonymous session: signed out.
+      expect((await services.sessions.find(cookie))?.user ?? null).toBeNull();
+      expect(await services.users.authenticate('owner@acme.example', PASSWORD)).toBeNull();
+      expect(await services.users.authenticate('owner@acme.example', 'a brand new password')).toMatchObject({
+        id: owner.id,
+      });
+      // The other user keeps their password.
+      expect(await services.users.authenticate('clerk@acme.example', PASSWORD)).not.toBeNull();
+    });
+
+    // An unknown email, and a short password, change nothing.
+    const unknown = await loyalty(
+      ['users', 'reset-password', '--email', 'nobody@acme.example', '--json'],
+      env,
+      'another long password\n',
+    );
+    expect(unknown.code).toBe(1);
+    expect(JSON.parse(unknown.stderr).error.code).toBe('not_found');
+    const short = await loyalty(['users', 'reset-password', '--email', 'owner@acme.example', '--json'], env, 'short\n');
+    expect(JSON.parse(short.stderr).error).toMatchObject({
+      code: 'invalid_parameter',
+      details: [{ field: 'password' }],
+    });
+  }, 60_000);
 });

@@ -45,6 +45,40 @@ export function registerUserCommands(program: Command): void {
         (u) => `${lines({ id: u.id, account_id: u.account_id, email: u.email })}\n\n${signIn}`,
       );
     });
+  users
+    .command('list')
+    .description("list an account's users (never their passwords)")
+    .requiredOption('--account <id>', 'the account')
+    .action((opts: { account: string }, cmd: Command) =>
+      run(
+        cmd,
+        ({ services }) => services.users.list(parseId(opts.account, 'account')),
+        (list) =>
+          list.length === 0
+            ? 'No users yet: loyalty users create --account ID --email EMAIL'
+            : list.map((u) => lines({ id: u.id, account_id: u.account_id, email: u.email })).join('\n\n'),
+      ),
+    );
+  users
+    .command('reset-password')
+    .description(
+      "set a user's new password and sign them out of every browser; the password is prompted for (without " +
+        'echo) on a terminal, or read from the first line of stdin when piped',
+    )
+    .requiredOption('--email <email>', 'the email the user signs in with')
+    .action((opts: { email: string }, cmd: Command) =>
+      run(
+        cmd,
+        async ({ services }) => {
+          const user = await services.users.resetPassword(opts.email, await readPassword());
+          const signedOut = await services.sessions.endAllOf(user.id);
+          return { ...user, sessions_ended: signedOut };
+        },
+        (u) =>
+          `The password of ${u.email} (user ${u.id}) is changed; ${u.sessions_ended} signed-in ` +
+          `session${u.sessions_ended === 1 ? '' : 's'} ended.`,
+      ),
+    );
 }
 
 /** Where the new user signs in: the console of the server started with this environment. */
