@@ -53,22 +53,16 @@ export const ActivityInput = Type.Object(
     additionalProperties: false,
     // Who did it, as the reference says it: exactly one of the two (both, or neither, is refused).
     // The branches name their field (with an empty schema: the checks are the property's above) so
-    // that a generated client types the body as one form or the other; they are open, as the rest
-    // of the fields are the object's above.
+    // that a generated client types the body as one form or the other. They say nothing of other
+    // fields (the object above closes them): an explicit `additionalProperties: true` made a
+    // generated client accept any key, so a typo like `distinctid` compiled.
     oneOf: [
-      {
-        title: 'With customer_id',
-        type: 'object',
-        required: ['customer_id'],
-        properties: { customer_id: {} },
-        additionalProperties: true,
-      },
+      { title: 'With customer_id', type: 'object', required: ['customer_id'], properties: { customer_id: {} } },
       {
         title: 'With customer_email',
         type: 'object',
         required: ['customer_email'],
         properties: { customer_email: {} },
-        additionalProperties: true,
       },
     ],
   },

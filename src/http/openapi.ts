@@ -140,7 +140,9 @@ export async function registerOpenApi(app: FastifyInstance, config: Config): Pro
     transformObject: (document) => {
       const openapi = ('openapiObject' in document ? document.openapiObject : {}) as OpenApiDocument;
       addWebhooks(openapi);
+      describeEventsByType(openapi);
       describeVariants(openapi);
+      canonicalHeaderNames(openapi);
       addResponseHeaders(openapi);
       addResponseExamples(openapi);
       return openapi;
@@ -265,6 +267,46 @@ function describeVariants(document: OpenApiDocument): void {
       discriminator: { propertyName: spec.by, mapping },
       ...(examples ? { examples } : {}),
     };
+  }
+}
+
+/**
+ * The feed's `Event` as the union of the webhooks' per-type events, told apart by `type`, so a
+ * generated client narrows `data` by the event's type (the route's schema keeps `data` an open
+ * object: the serializer writes what the outbox stored). Runs after addWebhooks, which adds them.
+ */
+function describeEventsByType(document: OpenApiDocument): void {
+  const schemas = document.components?.schemas;
+  const event = schemas?.Event;
+  if (!schemas || !event) return;
+  const mapping = Object.fromEntries(
+    EVENT_TYPE_NAMES.map((type) => [type, `#/components/schemas/${pascal(type)}Event`] as const),
+  );
+  schemas.Event = {
+    description: event.description,
+    oneOf: Object.values(mapping).map(($ref) => ({ $ref })),
+    discriminator: { propertyName: 'type', mapping },
+    ...(event.examples ? { examples: event.examples } : {}),
+  };
+}
+
+/**
+ * Header parameters under the names the docs write them (`Idempotency-Key`): Fastify's header
+ * schemas are lower case, as Node gives headers, and a generated client typed the header
+ * `idempotency-key` only. Header names are case-insensitive (RFC 9110 5.1), so only the document
+ * changes.
+ */
+function canonicalHeaderNames(document: OpenApiDocument): void {
+  for (const item of Object.values(document.paths ?? {})) {
+    for (const operation of Object.values(item)) {
+      for (const parameter of (operation as { parameters?: { in?: string; name?: string }[] }).parameters ?? []) {
+        if (parameter.in !== 'header' || typeof parameter.name !== 'string') continue;
+        parameter.name = parameter.name.replace(
+          /(^|-)([a-z])/g,
+          (_, dash: string, letter: string) => dash + letter.toUpperCase(),
+        );
+      }
+    }
   }
 }
 

@@ -44,6 +44,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/version": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The version of the service that answers
+         * @description The version of this server (package.json), as the OpenAPI document and the webhooks’ User-Agent carry it.
+         */
+        get: operations["getVersion"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/readyz": {
         parameters: {
             query?: never;
@@ -1250,7 +1270,7 @@ export interface components {
             internal_note: string | null;
             /** @description The activity that credited it, or null (a manual change) */
             activity_id: number | null;
-            /** @description The points purchase it paid for, or null */
+            /** @description The points purchase it paid for (a debit) or gives back (the refund of a cancelled reward), or null */
             points_purchase_id: number | null;
             /** Format: date-time */
             created_at: string;
@@ -1543,26 +1563,7 @@ export interface components {
          *       }
          *     }
          */
-        Event: {
-            /** @description Identifier of the event: `evt_` and random base62 */
-            id: string;
-            /**
-             * @description What happened: one of the catalog (the `webhooks` section)
-             * @enum {string}
-             */
-            type: "customer.created" | "customer.updated" | "customer.points_expiring" | "activity.created" | "points_transaction.created" | "customer.vip_tier_changed" | "points_purchase.created" | "reward_fulfillment.created" | "reward_fulfillment.updated" | "referral.created" | "referral.completed" | "ping";
-            /** @description The account it happened in */
-            account_id: number;
-            /**
-             * Format: date-time
-             * @description When the change was made
-             */
-            created_at: string;
-            /** @description The resource under its usual key, as the API showed it at the change; the type's schema is under `webhooks` */
-            data: {
-                [key: string]: unknown;
-            };
-        };
+        Event: components["schemas"]["CustomerCreatedEvent"] | components["schemas"]["CustomerUpdatedEvent"] | components["schemas"]["CustomerPointsExpiringEvent"] | components["schemas"]["ActivityCreatedEvent"] | components["schemas"]["PointsTransactionCreatedEvent"] | components["schemas"]["CustomerVipTierChangedEvent"] | components["schemas"]["PointsPurchaseCreatedEvent"] | components["schemas"]["RewardFulfillmentCreatedEvent"] | components["schemas"]["RewardFulfillmentUpdatedEvent"] | components["schemas"]["ReferralCreatedEvent"] | components["schemas"]["ReferralCompletedEvent"] | components["schemas"]["PingEvent"];
         /**
          * @description A webhook endpoint with its signing secret, shown this once
          * @example {
@@ -1687,7 +1688,10 @@ export interface components {
         CustomerCreatedEvent: {
             /** @description Identifier of the event: `evt_` and random base62 */
             id: string;
-            /** @constant */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "customer.created";
             /** @description The account it happened in */
             account_id: number;
@@ -1704,7 +1708,10 @@ export interface components {
         CustomerUpdatedEvent: {
             /** @description Identifier of the event: `evt_` and random base62 */
             id: string;
-            /** @constant */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "customer.updated";
             /** @description The account it happened in */
             account_id: number;
@@ -1721,7 +1728,10 @@ export interface components {
         CustomerPointsExpiringEvent: {
             /** @description Identifier of the event: `evt_` and random base62 */
             id: string;
-            /** @constant */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "customer.points_expiring";
             /** @description The account it happened in */
             account_id: number;
@@ -1738,7 +1748,10 @@ export interface components {
         ActivityCreatedEvent: {
             /** @description Identifier of the event: `evt_` and random base62 */
             id: string;
-            /** @constant */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "activity.created";
             /** @description The account it happened in */
             account_id: number;
@@ -1755,7 +1768,10 @@ export interface components {
         PointsTransactionCreatedEvent: {
             /** @description Identifier of the event: `evt_` and random base62 */
             id: string;
-            /** @constant */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "points_transaction.created";
             /** @description The account it happened in */
             account_id: number;
@@ -1826,7 +1842,10 @@ export interface components {
         CustomerVipTierChangedEvent: {
             /** @description Identifier of the event: `evt_` and random base62 */
             id: string;
-            /** @constant */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "customer.vip_tier_changed";
             /** @description The account it happened in */
             account_id: number;
@@ -1843,7 +1862,10 @@ export interface components {
         PointsPurchaseCreatedEvent: {
             /** @description Identifier of the event: `evt_` and random base62 */
             id: string;
-            /** @constant */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "points_purchase.created";
             /** @description The account it happened in */
             account_id: number;
@@ -1860,7 +1882,10 @@ export interface components {
         RewardFulfillmentCreatedEvent: {
             /** @description Identifier of the event: `evt_` and random base62 */
             id: string;
-            /** @constant */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "reward_fulfillment.created";
             /** @description The account it happened in */
             account_id: number;
@@ -1877,7 +1902,10 @@ export interface components {
         RewardFulfillmentUpdatedEvent: {
             /** @description Identifier of the event: `evt_` and random base62 */
             id: string;
-            /** @constant */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "reward_fulfillment.updated";
             /** @description The account it happened in */
             account_id: number;
@@ -1894,7 +1922,10 @@ export interface components {
         ReferralCreatedEvent: {
             /** @description Identifier of the event: `evt_` and random base62 */
             id: string;
-            /** @constant */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "referral.created";
             /** @description The account it happened in */
             account_id: number;
@@ -1911,7 +1942,10 @@ export interface components {
         ReferralCompletedEvent: {
             /** @description Identifier of the event: `evt_` and random base62 */
             id: string;
-            /** @constant */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "referral.completed";
             /** @description The account it happened in */
             account_id: number;
@@ -1928,7 +1962,10 @@ export interface components {
         PingEvent: {
             /** @description Identifier of the event: `evt_` and random base62 */
             id: string;
-            /** @constant */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "ping";
             /** @description The account it happened in */
             account_id: number;
@@ -2228,6 +2265,38 @@ export interface operations {
                                 reason?: string;
                             }[];
                         };
+                    };
+                };
+            };
+        };
+    };
+    getVersion: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The version */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "version": "0.2.0"
+                     *     }
+                     */
+                    "application/json": {
+                        /**
+                         * @description Semantic version, such as 0.2.0
+                         * @example 0.2.0
+                         */
+                        version: string;
                     };
                 };
             };
@@ -4135,15 +4204,11 @@ export interface operations {
                          * @description When the customer did it (ISO 8601 with an offset), at most 5 minutes in the future; default: when it was received. Rolling earning limits count by this time.
                          */
                         created_on_origin_at?: string;
-                    } & (({
+                    } & ({
                         customer_id: unknown;
-                    } & {
-                        [key: string]: unknown;
-                    }) | ({
+                    } | {
                         customer_email: unknown;
-                    } & {
-                        [key: string]: unknown;
-                    }));
+                    });
                 };
             };
         };
@@ -4889,7 +4954,7 @@ export interface operations {
             query?: never;
             header?: {
                 /** @description 1 to 255 printable ASCII characters. Within 24 hours the same key with the same body replays the first answer and writes nothing; with another body it is `409 idempotency_key_reused`. */
-                "idempotency-key"?: string;
+                "Idempotency-Key"?: string;
             };
             path?: never;
             cookie?: never;
@@ -7006,7 +7071,7 @@ export interface operations {
             query?: never;
             header?: {
                 /** @description 1 to 255 printable ASCII characters. Within 24 hours the same key with the same body replays the first answer and writes nothing; with another body it is `409 idempotency_key_reused`. */
-                "idempotency-key"?: string;
+                "Idempotency-Key"?: string;
             };
             path: {
                 /** @description Identifier of the points product */
@@ -7828,7 +7893,7 @@ export interface operations {
             query?: never;
             header?: {
                 /** @description 1 to 255 printable ASCII characters. Within 24 hours the same key with the same body replays the first answer and writes nothing; with another body it is `409 idempotency_key_reused`. */
-                "idempotency-key"?: string;
+                "Idempotency-Key"?: string;
             };
             path: {
                 /** @description Identifier of the reward fulfillment */
@@ -8368,7 +8433,7 @@ export interface operations {
             query?: never;
             header?: {
                 /** @description 1 to 255 printable ASCII characters. Within 24 hours the same key with the same body replays the first answer and writes nothing; with another body it is `409 idempotency_key_reused`. */
-                "idempotency-key"?: string;
+                "Idempotency-Key"?: string;
             };
             path: {
                 /** @description Identifier of the reward fulfillment */
@@ -9157,7 +9222,7 @@ export interface operations {
             query?: never;
             header?: {
                 /** @description 1 to 255 printable ASCII characters. Within 24 hours the same key with the same body replays the first answer and writes nothing; with another body it is `409 idempotency_key_reused`. */
-                "idempotency-key"?: string;
+                "Idempotency-Key"?: string;
             };
             path?: never;
             cookie?: never;

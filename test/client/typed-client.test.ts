@@ -127,10 +127,40 @@ describe('a typed client generated from the served document', () => {
     const never: NotFound['error']['code'] = 'invalid_parameter';
     expect([only, never]).toHaveLength(2);
 
+    // Issue 49: an unknown key is a type error of the body's type, as the server refuses it
+    // (openapi-fetch infers its init generically, so only the typed body can check a literal).
+    type ActivityBody = paths['/v1/activities']['post']['requestBody']['content']['application/json'];
+    const typoBody: ActivityBody = {
+      activity: {
+        token,
+        customer_id: customerId,
+        // @ts-expect-error: distinctid is not a field of an activity (distinct_id is)
+        distinctid: 'o-2',
+      },
+    };
+    const typo = await api.POST('/v1/activities', { body: typoBody });
+    expect(typo.error!.error.code).toBe('invalid_parameter');
+    expect(typo.error!.error.details![0]!.field).toBe('activity.distinctid');
+
+    // The header as the docs write it (header names are case-insensitive; the types were not).
+    const welcome = { points_transaction: { customer_id: customerId, points_change: 50, description: 'Welcome' } };
     const change = await api.POST('/v1/points_transactions', {
-      body: { points_transaction: { customer_id: customerId, points_change: 50, description: 'Welcome' } },
+      params: { header: { 'Idempotency-Key': 'typed-welcome' } },
+      body: welcome,
     });
     expect(change.response.status).toBe(201);
+    const replayed = await api.POST('/v1/points_transactions', {
+      params: { header: { 'Idempotency-Key': 'typed-welcome' } },
+      body: welcome,
+    });
+    expect(replayed.data!.points_transaction.id).toBe(change.data!.points_transaction.id);
+
+    // An event's data narrows by its type.
+    const feed = await api.GET('/v1/events', { params: { query: { type: 'points_transaction.created' } } });
+    const credited = feed.data!.events.flatMap((event) =>
+      event.type === 'points_transaction.created' ? [event.data.points_transaction.points_change] : [],
+    );
+    expect(credited.sort()).toEqual([100, 50].sort());
     const zero = await api.POST('/v1/points_transactions', {
       body: { points_transaction: { customer_id: customerId, points_change: 0 } },
     });
