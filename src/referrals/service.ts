@@ -16,7 +16,7 @@ import type { RewardFulfillmentsService } from '../reward-fulfillments/service.j
 import type { Database } from '../storage/schema.js';
 import type { UnitOfWork, Work } from '../storage/unit-of-work.js';
 import { DAY_MS, parseTime } from '../time.js';
-import { sameMailbox } from './email.js';
+import { mailboxKey } from './email.js';
 import {
   completeIfPending,
   countClick,
@@ -116,13 +116,15 @@ export class ReferralsService {
       );
     }
     const email = input.receiver_customer_email;
-    if (sameMailbox(email, sender.email)) {
+    // One rule for both checks: a mailbox is one sender and one friend however it is spelled.
+    const mailbox = mailboxKey(email);
+    if (mailbox === mailboxKey(sender.email)) {
       throw notAllowed('self_referral', 'is the email of the customer who refers');
     }
     // The friend's customer is read before their referrals: a customer another request made (and
     // rewarded) for this email is then never seen without the referral it committed with.
     const existing = await this.customers.findByEmail(w, accountId, email);
-    if (await hasReferralFor(w.trx, accountId, normalizeEmail(email))) {
+    if (await hasReferralFor(w.trx, accountId, mailbox)) {
       throw notAllowed('already_referred', 'was already referred to this program');
     }
     if (existing && (existing.pointsEarned > 0 || (await hasActivity(w.trx, existing.id)))) {
@@ -143,12 +145,13 @@ export class ReferralsService {
       receiver_customer_id: receiverId,
       receiver_email: email,
       receiver_email_normalized: normalizeEmail(email),
+      receiver_mailbox: mailbox,
       referral_code: input.referral_code ?? null,
       expires_at: w.now + program.window_days * DAY_MS,
       created_at: w.now,
       updated_at: w.now,
     });
-    // Another request referred this email after our check, and committed first.
+    // Another request referred this mailbox (in any spelling) after our check, and committed first.
     if (!referral) throw notAllowed('already_referred', 'was already referred to this program');
     const receiver = (await this.customers.lock(w, accountId, receiverId))!;
     // Only members earn: a friend whose customer is a candidate or disabled is not referred.
