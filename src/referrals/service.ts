@@ -170,18 +170,16 @@ export class ReferralsService {
 
   /**
    * In an activity's transaction: completes the pending referral of the activity's customer when
-   * the activity qualifies (the program's token, an amount at least its minimum, before the
-   * referral expires), and rewards the sender if they are still a member. Exactly once: a racing
-   * completion finds the referral completed and gives nothing.
+   * the activity qualifies (the program's token, an amount at least its minimum, dated from the
+   * referral's creation until it expires), and rewards the sender if they are still a member.
+   * Exactly once: a racing completion finds the referral completed and gives nothing.
    */
   async completeFor(w: Work, activity: QualifyingActivity): Promise<void> {
     const program = await this.settings.programIn(w, activity.accountId);
     if (!program || !isRunning(program) || activity.token !== program.qualifying_activity_token) return;
     if (!meetsMinimum(activity.properties, program.minimum_amount)) return;
     const pending = await findPendingForReceiver(w.trx, activity.accountId, activity.customer.id);
-    // Past expires_at the referral is expired and never completes: not even by an order dated
-    // (created_on_origin_at) inside the window but reported after it.
-    if (!pending || activity.time >= pending.expires_at || w.now >= pending.expires_at) return;
+    if (!pending || !inWindow(pending, activity.time, w.now)) return;
     const completed = await completeIfPending(w.trx, pending.id, w.now, w.now);
     if (!completed) return;
     const sender = await this.customers.lock(w, activity.accountId, completed.sender_customer_id);
@@ -344,6 +342,16 @@ export function isRunning(program: ReferralProgram): boolean {
 function statusOf(row: ReferralRow, now: number): ReferralStatus {
   if (row.status === 'pending' && row.expires_at <= now) return 'expired';
   return row.status;
+}
+
+/**
+ * Whether an activity at `time`, recorded at `now`, falls in the referral's window: from its
+ * creation (an order dated, by created_on_origin_at, before the friend was referred is not one the
+ * referral led to; issue 49) to expires_at. Past expires_at the referral is expired and never
+ * completes: not even by an order dated inside the window but reported after it.
+ */
+function inWindow(referral: ReferralRow, time: number, now: number): boolean {
+  return time >= referral.created_at && time < referral.expires_at && now < referral.expires_at;
 }
 
 /** Whether the activity's `properties.amount` (0 when absent) is at least the program's minimum. */
