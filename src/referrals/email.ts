@@ -1,26 +1,28 @@
-// The comparison behind `self_referral` (docs/referrals.md): two spellings of one mailbox are the
-// same sender. Customers are still matched on their trimmed, lower-cased email everywhere else.
+// The one mailbox rule of the referral program (docs/referrals.md, docs/decisions.md): two
+// spellings of one mailbox are one sender for `self_referral` and one friend for
+// `already_referred`. Customers are still matched on their trimmed, lower-cased email everywhere
+// else. The migration 2026-11-29T0100-referral-mailboxes wrote the keys of the referrals made
+// before it with a copy of this rule: a change here needs a migration that writes them again.
 
-const DOTLESS_DOMAINS = new Set(['gmail.com', 'googlemail.com']);
+/** Google's domains: one domain, whose local parts ignore dots. */
+const GOOGLE_DOMAINS = new Set(['gmail.com', 'googlemail.com']);
 
 /**
- * The mailbox an email names, for comparing a referral's receiver with its sender: trimmed,
- * lower-cased, without a `+tag` in the local part, and without dots in the local part at
- * gmail.com and googlemail.com (which ignore them).
+ * The mailbox an email names, as the referral program compares them: trimmed, lower-cased,
+ * without a `+tag` in the local part; gmail.com and googlemail.com are one domain (keyed
+ * gmail.com) whose local parts lose their dots.
  */
 export function mailboxKey(email: string): string {
   const address = email.trim().toLowerCase();
   const at = address.lastIndexOf('@');
   if (at < 0) return address;
-  const domain = address.slice(at + 1);
+  let domain = address.slice(at + 1);
   let local = address.slice(0, at);
   const plus = local.indexOf('+');
   if (plus >= 0) local = local.slice(0, plus);
-  if (DOTLESS_DOMAINS.has(domain)) local = local.replaceAll('.', '');
+  if (GOOGLE_DOMAINS.has(domain)) {
+    local = local.replaceAll('.', '');
+    domain = 'gmail.com';
+  }
   return `${local}@${domain}`;
-}
-
-/** Whether two emails name the same mailbox (see mailboxKey). */
-export function sameMailbox(a: string, b: string): boolean {
-  return mailboxKey(a) === mailboxKey(b);
 }

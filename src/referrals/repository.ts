@@ -13,6 +13,7 @@ export type NewReferral = Pick<
   | 'receiver_customer_id'
   | 'receiver_email'
   | 'receiver_email_normalized'
+  | 'receiver_mailbox'
   | 'referral_code'
   | 'expires_at'
   | 'created_at'
@@ -20,8 +21,11 @@ export type NewReferral = Pick<
 >;
 
 /**
- * Inserts the referral unless the account has one for its receiver's email (then undefined: the
- * unique constraint decides between racing requests, never a check-then-insert).
+ * Inserts the referral unless the account has one for its receiver's mailbox (then undefined: the
+ * unique indexes decide between racing requests, never a check-then-insert). Every unique index
+ * of the table is an arbiter, the mailbox's and the older one on the normalised email alike: on
+ * PostgreSQL a racing insert that met the email's index first would otherwise fail rather than
+ * do nothing.
  */
 export async function insertReferralIfAbsent(
   trx: Transaction<Database>,
@@ -30,7 +34,7 @@ export async function insertReferralIfAbsent(
   return trx
     .insertInto('referrals')
     .values({ ...referral, status: 'pending' })
-    .onConflict((oc) => oc.columns(['account_id', 'receiver_email_normalized']).doNothing())
+    .onConflict((oc) => oc.doNothing())
     .returningAll()
     .executeTakeFirst();
 }
@@ -52,17 +56,13 @@ export async function setReceiverReward(
     .executeTakeFirstOrThrow();
 }
 
-/** Whether the account has a referral for this (normalised) email, whatever its status. */
-export async function hasReferralFor(
-  trx: Transaction<Database>,
-  accountId: number,
-  emailNormalized: string,
-): Promise<boolean> {
+/** Whether the account has a referral for this mailbox (src/referrals/email.ts), whatever its status. */
+export async function hasReferralFor(trx: Transaction<Database>, accountId: number, mailbox: string): Promise<boolean> {
   const row = await trx
     .selectFrom('referrals')
     .select('id')
     .where('account_id', '=', accountId)
-    .where('receiver_email_normalized', '=', emailNormalized)
+    .where('receiver_mailbox', '=', mailbox)
     .executeTakeFirst();
   return row !== undefined;
 }

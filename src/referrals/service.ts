@@ -16,7 +16,7 @@ import type { RewardFulfillmentsService } from '../reward-fulfillments/service.j
 import type { Database } from '../storage/schema.js';
 import type { UnitOfWork, Work } from '../storage/unit-of-work.js';
 import { DAY_MS, parseTime } from '../time.js';
-import { sameMailbox } from './email.js';
+import { mailboxKey } from './email.js';
 import {
   completeIfPending,
   countClick,
@@ -116,13 +116,15 @@ export class ReferralsService {
       );
     }
     const email = input.receiver_customer_email;
-    if (sameMailbox(email, sender.email)) {
+    // One rule for both checks: a mailbox is one sender and one friend however it is spelled.
+    const mailbox = mailboxKey(email);
+    if (mailbox === mailboxKey(sender.email)) {
       throw notAllowed('self_referral', 'is the email of the customer who refers');
     }
     // The friend's customer is read before their referrals: a customer another request made (and
     // rewarded) for this email is then never seen without the referral it committed with.
     const existing = await this.customers.findByEmail(w, accountId, email);
-    if (await hasReferralFor(w.trx, accountId, normalizeEmail(email))) {
+    if (await hasReferralFor(w.trx, accountId, mailbox)) {
       throw notAllowed('already_referred', 'was already referred to this program');
     }
     if (existing && (existing.pointsEarned > 0 || (await hasActivity(w.trx, existing.id)))) {
@@ -143,12 +145,13 @@ export class ReferralsService {
       receiver_customer_id: receiverId,
       receiver_email: email,
       receiver_email_normalized: normalizeEmail(email),
+      receiver_mailbox: mailbox,
       referral_code: input.referral_code ?? null,
       expires_at: w.now + program.window_days * DAY_MS,
       created_at: w.now,
       updated_at: w.now,
     });
-    // Another request referred this email after our check, and committed first.
+    // Another request referred this mailbox (in any spelling) after our check, and committed first.
     if (!referral) throw notAllowed('already_referred', 'was already referred to this program');
     const receiver = (await this.customers.lock(w, accountId, receiverId))!;
     // Only members earn: a friend whose customer is a candidate or disabled is not referred.
@@ -167,18 +170,16 @@ export class ReferralsService {
 
   /**
    * In an activity's transaction: completes the pending referral of the activity's customer when
-   * the activity qualifies (the program's token, an amount at least its minimum, before the
-   * referral expires), and rewards the sender if they are still a member. Exactly once: a racing
-   * completion finds the referral completed and gives nothing.
+   * the activity qualifies (the program's token, an amount at least its minimum, dated from the
+   * referral's creation until it expires), and rewards the sender if they are still a member.
+   * Exactly once: a racing completion finds the referral completed and gives nothing.
    */
   async completeFor(w: Work, activity: QualifyingActivity): Promise<void> {
     const program = await this.settings.programIn(w, activity.accountId);
     if (!program || !isRunning(program) || activity.token !== program.qualifying_activity_token) return;
     if (!meetsMinimum(activity.properties, program.minimum_amount)) return;
     const pending = await findPendingForReceiver(w.trx, activity.accountId, activity.customer.id);
-    // Past expires_at the referral is expired and never completes: not even by an order dated
-    // (created_on_origin_at) inside the window but reported after it.
-    if (!pending || activity.time >= pending.expires_at || w.now >= pending.expires_at) return;
+    if (!pending || !inWindow(pending, activity.time, w.now)) return;
     const completed = await completeIfPending(w.trx, pending.id, w.now, w.now);
     if (!completed) return;
     const sender = await this.customers.lock(w, activity.accountId, completed.sender_customer_id);
@@ -341,6 +342,16 @@ export function isRunning(program: ReferralProgram): boolean {
 function statusOf(row: ReferralRow, now: number): ReferralStatus {
   if (row.status === 'pending' && row.expires_at <= now) return 'expired';
   return row.status;
+}
+
+/**
+ * Whether an activity at `time`, recorded at `now`, falls in the referral's window: from its
+ * creation (an order dated, by created_on_origin_at, before the friend was referred is not one the
+ * referral led to; issue 49) to expires_at. Past expires_at the referral is expired and never
+ * completes: not even by an order dated inside the window but reported after it.
+ */
+function inWindow(referral: ReferralRow, time: number, now: number): boolean {
+  return time >= referral.created_at && time < referral.expires_at && now < referral.expires_at;
 }
 
 /** Whether the activity's `properties.amount` (0 when absent) is at least the program's minimum. */

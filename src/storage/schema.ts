@@ -196,6 +196,11 @@ export interface ReferralsTable {
   receiver_customer_id: number;
   receiver_email: string;
   receiver_email_normalized: string;
+  /**
+   * The receiver's mailbox (src/referrals/email.ts), unique per account: one referral per mailbox.
+   * Null only on a referral made before the rule whose mailbox an earlier referral already held.
+   */
+  receiver_mailbox: string | null;
   referral_code: string | null;
   /** `expired` is never stored: a pending referral past expires_at shows expired. */
   status: 'pending' | 'completed';

@@ -224,6 +224,41 @@ describe('completion by a qualifying activity', () => {
   });
 });
 
+describe('the window’s start: the referral’s creation', () => {
+  it('never completes with an order dated before the referral was made; the order still earns (issue 49)', async () => {
+    const made = await refer();
+    t.clock.advance(60_000);
+    const before = await writtenState(t);
+    const backdated = await order(
+      t,
+      a,
+      token,
+      FRIEND,
+      { amount: 100 },
+      { created_on_origin_at: '2020-01-01T00:00:00Z' },
+    );
+    expect(backdated.points_transactions.map((p: { points_change: number }) => p.points_change)).toEqual([10]);
+    expect(await show(made.id)).toEqual({
+      ...made,
+      receiver_customer: expect.objectContaining({ points_balance: 10 }),
+    });
+    expect(await fulfillmentsOf(jane.id)).toEqual([]);
+    expect(await writtenState(t)).toMatchObject({
+      reward_fulfillments: before.reward_fulfillments,
+      referrals: before.referrals,
+      activities: (before.activities as number) + 1,
+    });
+
+    // 1 ms before the referral was made: still pending; at its creation: the window is open.
+    const createdAt = Date.parse(made.created_at);
+    await order(t, a, token, FRIEND, { amount: 100 }, { created_on_origin_at: iso(createdAt - 1) });
+    expect((await show(made.id)).status).toBe('pending');
+    await order(t, a, token, FRIEND, { amount: 100 }, { created_on_origin_at: iso(createdAt) });
+    expect(await show(made.id)).toMatchObject({ status: 'completed', completed_at: iso() });
+    expect(await fulfillmentsOf(jane.id)).toHaveLength(1);
+  });
+});
+
 describe('expiry', () => {
   it('shows a pending referral expired at expires_at; a qualifying activity then completes nothing', async () => {
     await runningProgram(t, a.accountId, { minimum_amount: '20', window_days: 10 });

@@ -1,14 +1,18 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mailboxKey, sameMailbox } from '../../src/referrals/email.js';
+import { mailboxKey } from '../../src/referrals/email.js';
 import { createTenant, createTestApp, type Tenant, type TestApp } from '../helpers/app.js';
 import { expectError } from '../helpers/contract.js';
 import { member, refer, runningProgram, writtenState } from './program.js';
 
-// The comparison behind self_referral (../shared/referrals-contract.md): the receiver's email is
-// the sender's "compared after trimming, lower-casing, dropping a +tag from the local part, and
-// dropping dots in the local part for gmail.com and googlemail.com". Spellings of one mailbox
-// compare equal; anything else that differs stays different.
+// The mailbox rule behind self_referral and already_referred (../shared/referrals-contract.md,
+// docs/decisions.md): emails are "compared after trimming, lower-casing, dropping a +tag from the
+// local part, and dropping dots in the local part for gmail.com and googlemail.com", which are one
+// domain (issue 49). Spellings of one mailbox compare equal; anything else that differs stays
+// different.
+
+/** Whether two emails name one mailbox: the comparison both checks make. */
+const sameMailbox = (one: string, other: string) => mailboxKey(one) === mailboxKey(other);
 
 const LOWER = [...'abcdefghijklmnopqrstuvwxyz'];
 const ALNUM = [...LOWER, ...'0123456789'];
@@ -24,6 +28,10 @@ const otherDomain = fc
   .filter((domain) => !GMAIL.includes(domain));
 const gmailDomain = fc.constantFrom(...GMAIL);
 const anyDomain = fc.oneof(otherDomain, gmailDomain);
+/** The domain a mailbox key names: googlemail.com is gmail.com. */
+const keyDomain = (domain: string) => (GMAIL.includes(domain) ? 'gmail.com' : domain);
+/** A domain of the same mailbox provider: either Google domain for a Google one, else itself. */
+const sameProvider = (domain: string) => (GMAIL.includes(domain) ? gmailDomain : fc.constant(domain));
 /** Whatever follows a `+`: any characters, other plus signs and dots included. */
 const tag = fc.string({ unit: fc.constantFrom(...ALNUM, '.', '-', '_', '+'), maxLength: 12 });
 const space = fc.string({ unit: fc.constantFrom(' ', '\t', '\n', '\r'), maxLength: 4 });
@@ -39,13 +47,13 @@ const dotted = (text: string, minLength = 1) =>
 /** `text` with each letter's case chosen at random. */
 const anyCase = (text: string) => fc.mixedCase(fc.constant(text));
 
-describe('mailboxKey and sameMailbox: properties', () => {
+describe('mailboxKey: properties', () => {
   it('keys a mailbox to itself: trimmed, lower-cased, no tag; idempotent; sameMailbox symmetric', () => {
     fc.assert(
       fc.property(local, anyDomain, tag, space, (name, domain, plus, pad) => {
         const email = `${pad}${name.toUpperCase()}+${plus}@${domain.toUpperCase()}${pad}`;
         const key = mailboxKey(email);
-        expect(key).toBe(`${name}@${domain}`);
+        expect(key).toBe(`${name}@${keyDomain(domain)}`);
         expect(mailboxKey(key)).toBe(key);
         expect(sameMailbox(email, key)).toBe(true);
         expect(sameMailbox(key, email)).toBe(true);
@@ -97,18 +105,33 @@ describe('mailboxKey and sameMailbox: properties', () => {
     );
   });
 
+  it('takes gmail.com and googlemail.com for one domain, dots and tags on either side', () => {
+    fc.assert(
+      fc.property(
+        local.chain((name) => fc.tuple(fc.constant(name), dotted(name, 0), dotted(name, 0), tag)),
+        ([name, one, other, plus]) => {
+          expect(mailboxKey(`${one}@googlemail.com`)).toBe(`${name}@gmail.com`);
+          expect(sameMailbox(`${one}@gmail.com`, `${other}+${plus}@googlemail.com`)).toBe(true);
+          expect(sameMailbox(`${one}+${plus}@googlemail.com`, `${other}@gmail.com`)).toBe(true);
+        },
+      ),
+    );
+  });
+
   it('keeps the mailbox under every spelling at once', () => {
     fc.assert(
       fc.property(
         fc
           .tuple(local, anyDomain, tag, space, space)
           .chain(([name, domain, plus, before, after]) =>
-            (GMAIL.includes(domain) ? dotted(name) : fc.constant(name)).chain((spelledName) =>
-              anyCase(`${before}${spelledName}+${plus}@${domain}${after}`).map((spelled) => [
-                `${name}@${domain}`,
-                spelled,
-              ]),
-            ),
+            fc
+              .tuple(GMAIL.includes(domain) ? dotted(name) : fc.constant(name), sameProvider(domain))
+              .chain(([spelledName, spelledDomain]) =>
+                anyCase(`${before}${spelledName}+${plus}@${spelledDomain}${after}`).map((spelled) => [
+                  `${name}@${domain}`,
+                  spelled,
+                ]),
+              ),
           ),
         ([email, spelled]) => {
           expect(sameMailbox(email!, spelled!)).toBe(true);
@@ -133,10 +156,10 @@ describe('mailboxKey and sameMailbox: properties', () => {
     );
   });
 
-  it('tells apart the same local part at different domains, gmail.com and googlemail.com included', () => {
+  it('tells apart the same local part at different domains (but gmail.com and googlemail.com)', () => {
     fc.assert(
       fc.property(local, anyDomain, anyDomain, tag, (name, one, other, plus) => {
-        fc.pre(one !== other);
+        fc.pre(keyDomain(one) !== keyDomain(other));
         expect(sameMailbox(`${name}@${one}`, `${name}+${plus}@${other}`)).toBe(false);
       }),
     );
@@ -152,7 +175,7 @@ describe('mailboxKey and sameMailbox: properties', () => {
   });
 });
 
-describe('POST /v1/referrals: self_referral over spellings of the sender’s mailbox', () => {
+describe('POST /v1/referrals: spellings of one mailbox, for self_referral and already_referred', () => {
   let t: TestApp;
   let a: Tenant;
   beforeAll(async () => {
@@ -171,38 +194,73 @@ describe('POST /v1/referrals: self_referral over spellings of the sender’s mai
         { minLength: 0 },
       )
       .map((at) => insertDots(text, at));
+  /** The mailbox of `name` (its local part, without dots at gmail) at `domain`, spelled as the API accepts it. */
+  const spelling = ({ name, domain }: { name: string; domain: string }) =>
+    fc
+      .tuple(
+        GMAIL.includes(domain) ? betweenDots(name) : fc.constant(name),
+        sameProvider(domain),
+        apiTag,
+        fc.boolean(),
+        space,
+        space,
+      )
+      .chain(([spelledName, spelledDomain, plus, tagged, before, after]) =>
+        anyCase(`${spelledName}${tagged ? `+${plus}` : ''}@${spelledDomain}`).map(
+          (spelled) => `${before}${spelled}${after}`,
+        ),
+      );
+
+  /** Asserts that POSTing each generated referral is refused for `reason`, writing nothing. */
+  const refusesAll = (referrals: fc.Arbitrary<Record<string, unknown>>, reason: string) =>
+    fc.assert(
+      fc.asyncProperty(referrals, async (referral) => {
+        const before = await writtenState(t);
+        const error = expectError(await refer(t, a, referral), 'referral_not_allowed');
+        expect(error.details[0].reason, JSON.stringify(referral)).toBe(reason);
+        expect(await writtenState(t)).toEqual(before);
+      }),
+      { numRuns: 25 },
+    );
 
   it('refuses every spelling of a gmail sender’s mailbox, and of another sender’s, writing nothing', async () => {
     // The mailbox of each sender: its local part (without dots at gmail) and its domain.
     const mailboxes = [
       { email: 'jane.doe@gmail.com', name: 'janedoe', domain: 'gmail.com' },
+      { email: 'john.smith@googlemail.com', name: 'johnsmith', domain: 'googlemail.com' },
       { email: 'sam.smith@shop.example', name: 'sam.smith', domain: 'shop.example' },
     ];
     const senders = await Promise.all(mailboxes.map((m) => member(t, a.accountId, m.email)));
-    await fc.assert(
-      fc.asyncProperty(
-        fc.nat({ max: mailboxes.length - 1 }).chain((i) => {
-          const { name, domain } = mailboxes[i]!;
-          return fc
-            .tuple(GMAIL.includes(domain) ? betweenDots(name) : fc.constant(name), apiTag, fc.boolean(), space, space)
-            .chain(([spelledName, plus, tagged, before, after]) =>
-              anyCase(`${spelledName}${tagged ? `+${plus}` : ''}@${domain}`).map((spelled) => ({
-                sender: senders[i]!,
-                email: `${before}${spelled}${after}`,
-              })),
-            );
-        }),
-        async ({ sender, email }) => {
-          const before = await writtenState(t);
-          const error = expectError(
-            await refer(t, a, { referral_code: sender.code, receiver_customer_email: email }),
-            'referral_not_allowed',
-          );
-          expect(error.details[0].reason, email).toBe('self_referral');
-          expect(await writtenState(t)).toEqual(before);
-        },
-      ),
-      { numRuns: 25 },
+    await refusesAll(
+      fc
+        .nat({ max: mailboxes.length - 1 })
+        .chain((i) =>
+          spelling(mailboxes[i]!).map((email) => ({ referral_code: senders[i]!.code, receiver_customer_email: email })),
+        ),
+      'self_referral',
+    );
+  });
+
+  it('refuses every spelling of a referred mailbox, by its sender or another, writing nothing (issue 49)', async () => {
+    const [sender, other] = await Promise.all(
+      ['ann@shop.example', 'bo@shop.example'].map((email) => member(t, a.accountId, email)),
+    );
+    const mailboxes = [
+      { email: 'victim@gmail.com', name: 'victim', domain: 'gmail.com' },
+      { email: 'Vic.Tor+shop@googlemail.com', name: 'victor', domain: 'googlemail.com' },
+      { email: 'pat.lee@shop.example', name: 'pat.lee', domain: 'shop.example' },
+    ];
+    for (const { email } of mailboxes) {
+      const made = await refer(t, a, { referral_code: sender!.code, receiver_customer_email: email });
+      expect(made.statusCode, made.body).toBe(201);
+    }
+    await refusesAll(
+      fc
+        .tuple(fc.constantFrom(...mailboxes), fc.constantFrom(sender!, other!))
+        .chain(([mailbox, by]) =>
+          spelling(mailbox).map((email) => ({ sender_customer_id: by.id, receiver_customer_email: email })),
+        ),
+      'already_referred',
     );
   });
 });

@@ -4,7 +4,18 @@ import type { RefusalReason } from '../../src/referrals/schemas.js';
 import { createTenant, createTestApp, type Tenant, type TestApp } from '../helpers/app.js';
 import { expectError } from '../helpers/contract.js';
 import { referralSettingsFixture } from '../helpers/fixtures.js';
-import { DAY_MS, type Member, member, order, read, refer, referred, runningProgram, writtenState } from './program.js';
+import {
+  DAY_MS,
+  type Member,
+  member,
+  order,
+  pointsReward,
+  read,
+  refer,
+  referred,
+  runningProgram,
+  writtenState,
+} from './program.js';
 
 // Every refusal of POST /v1/referrals (../shared/referrals-contract.md), each writing nothing: no
 // referral, customer, fulfillment, ledger entry, event, click or idempotency key, every balance as
@@ -18,6 +29,8 @@ let token: string;
 let jane: Member;
 
 const FRIEND = 'friend@example.com';
+/** The mailbox of issue 49, which collected the friend's reward once per spelling. */
+const VICTIM = 'victim@gmail.com';
 const EMAIL_FIELD = 'referral.receiver_customer_email';
 
 // One app for the file (building one costs more than these tests); each test has an account of its own.
@@ -213,6 +226,9 @@ const cases: Refusal[] = [
     ['jane.doe@gmail.com', 'J.A.N.E.D.O.E+shop@GMAIL.COM'],
     ['janedoe@gmail.com', 'jane.d.o.e@gmail.com'],
     ['john.smith@googlemail.com', 'johnsmith+ref@googlemail.com'],
+    // gmail.com and googlemail.com are one domain (issue 49).
+    ['john.smith.X@gmail.com', 'johnsmithX@googlemail.com'],
+    ['jane.doe@googlemail.com', 'Jane.D.O.E+x@GMAIL.com'],
   ].map(([sender, email]) =>
     notAllowed(`self_referral: ${email} for ${sender} (gmail ignores dots)`, 'self_referral', async () =>
       byCode(email!, await member(t, a.accountId, sender!)),
@@ -242,6 +258,27 @@ const cases: Refusal[] = [
     t.clock.advance(31 * DAY_MS);
     expect((await read(t, a, `/v1/referrals/${made.id}`)).referral.status).toBe('expired');
     return byCode(FRIEND);
+  }),
+  // already_referred compares mailboxes as self_referral does (issue 49), whatever the status.
+  notAllowed(
+    'already_referred: a pending referral of another spelling, by another sender',
+    'already_referred',
+    async () => {
+      await referred(t, a, byCode('V.ictim+promo@googlemail.com', await bob()));
+      return byId('victim@gmail.com');
+    },
+  ),
+  notAllowed('already_referred: a completed referral of another spelling', 'already_referred', async () => {
+    const made = await referred(t, a, byCode(VICTIM, await bob()));
+    await order(t, a, token, VICTIM, { amount: 30 });
+    expect((await read(t, a, `/v1/referrals/${made.id}`)).referral.status).toBe('completed');
+    return byCode('vic.tim+again@googlemail.com');
+  }),
+  notAllowed('already_referred: an expired referral of another spelling', 'already_referred', async () => {
+    const made = await referred(t, a, byCode(VICTIM, await bob()));
+    t.clock.advance(31 * DAY_MS);
+    expect((await read(t, a, `/v1/referrals/${made.id}`)).referral.status).toBe('expired');
+    return byCode('VICTIM+x@GMAIL.COM');
   }),
   // existing_customer: the email's customer recorded an activity or earned points.
   notAllowed('existing_customer: the receiver recorded an activity (no points)', 'existing_customer', async () => {
@@ -336,7 +373,22 @@ describe('POST /v1/referrals: what the refusals leave possible', () => {
     await referred(t, a, byCode('j.ane@example.com'));
     await referred(t, a, byCode('jane@example.org'));
     const gmail = await member(t, a.accountId, 'jane.doe@gmail.com');
-    await referred(t, a, byCode('jane.doe@googlemail.com', gmail));
+    await referred(t, a, byCode('jane.doe@example.com', gmail));
+  });
+
+  it('gives one mailbox the friend’s reward once, however spelled (issue 49)', async () => {
+    await runningProgram(t, a.accountId, { receiver_reward: pointsReward('receiver_reward', 200) });
+    const made = await referred(t, a, byCode(VICTIM));
+    expect(made.receiver_points_transaction_id).toEqual(expect.any(Number));
+    for (const email of ['victim+1@gmail.com', 'v.ictim@gmail.com', 'victim@googlemail.com', 'VICTIM+x@GMAIL.COM']) {
+      const before = await writtenState(t);
+      const error = expectError(await refer(t, a, byCode(email)), 'referral_not_allowed');
+      expect(error.details[0].reason, email).toBe('already_referred');
+      expect(await writtenState(t)).toEqual(before);
+    }
+    const { referrals } = await read(t, a, `/v1/referrals?sender_customer_id=${jane.id}`);
+    expect(referrals.map((r: { id: number }) => r.id)).toEqual([made.id]);
+    expect((await t.services.customers.get(a.accountId, made.receiver_customer!.id)).points_balance).toBe(200);
   });
 
   it('frees the Idempotency-Key of a refused request: the same key succeeds once the reason is gone', async () => {

@@ -162,6 +162,30 @@ async function expectOneReward(shop: Shop, customerId: number, fulfillmentId: un
   }
 }
 
+/**
+ * The friends of the races on one receiver: each spells its mailbox (of local part `name`) for
+ * request `i`; request 0 spells it as its key (src/referrals/email.ts).
+ */
+const friends = [
+  {
+    what: 'one email, in two cases',
+    local: 'friend',
+    spelled: (name: string, i: number) => (i % 3 === 1 ? `${name}@example.com`.toUpperCase() : `${name}@example.com`),
+  },
+  {
+    // Dots, a +tag, both Google domains and case: every request but the first names another customer.
+    what: 'one mailbox spelled 30 ways (issue 49)',
+    local: 'mailbox',
+    spelled: (name: string, i: number) => {
+      if (i === 0) return `${name}@gmail.com`;
+      const at = 1 + (i % (name.length - 1));
+      const local = `${i % 2 === 0 ? `${name.slice(0, at)}.${name.slice(at)}` : name}+${i}`;
+      const spelled = `${local}@${i % 4 < 2 ? 'gmail.com' : 'googlemail.com'}`;
+      return i % 5 === 1 ? spelled.toUpperCase() : spelled;
+    },
+  },
+];
+
 const referralsOf = (shop: Shop) =>
   store.kysely.selectFrom('referrals').selectAll().where('account_id', '=', shop.tenant.accountId);
 
@@ -170,13 +194,14 @@ describe.each([
   { name: 'two server processes sharing the database', targets: () => [first, second], tag: 'two' },
 ])(`referrals under ${PARALLEL} parallel requests (${testEngine}): $name`, ({ targets, tag }) => {
   describe.each(['code', 'points'] as const)('rewards given as %s', (kind) => {
-    it(
-      '30 referrals of one email from 30 senders: one referral, one receiver customer, one receiver reward',
+    it.each(friends)(
+      '30 referrals of $what from 30 senders: one referral, one receiver customer, one receiver reward',
       RACE,
-      async () => {
+      async ({ local, spelled }) => {
         const shop = shops[kind];
-        const senders = await members(shop, `sender-${tag}-${kind}`, PARALLEL);
-        const email = `friend-${tag}-${kind}@example.com`;
+        const senders = await members(shop, `sender-${local}-${tag}-${kind}`, PARALLEL);
+        const name = `${local}${tag}${kind}`;
+        const emails = Array.from({ length: PARALLEL }, (_, i) => spelled(name, i));
         const createdBefore = await eventCount(shop, 'referral.created');
         const replies = await burst(
           targets(),
@@ -186,9 +211,9 @@ describe.each([
             path: '/v1/referrals',
             body: {
               referral: {
-                // Half by code, half by id; the email written differently, matched the same.
+                // Half by code, half by id.
                 ...(i % 2 === 0 ? { referral_code: senders[i]!.code } : { sender_customer_id: senders[i]!.id }),
-                receiver_customer_email: i % 3 === 0 ? email.toUpperCase() : email,
+                receiver_customer_email: emails[i],
                 receiver_first_name: `Friend ${i}`,
               },
             },
@@ -202,15 +227,20 @@ describe.each([
         expectRefusedFor(replies, 'already_referred');
         const made = replies.find((r) => r.status === 201)!.json.referral;
 
-        const stored = await referralsOf(shop).where('receiver_email_normalized', '=', email).execute();
+        const stored = await referralsOf(shop).where('receiver_mailbox', '=', spelled(name, 0)).execute();
         expect(stored.map((r) => r.id)).toEqual([made.id]);
         const referral = stored[0]!;
         expect(senders.map((s) => s.id)).toContain(referral.sender_customer_id);
+        // The refused requests rolled back the customers they made for their spellings.
         const receivers = await store.kysely
           .selectFrom('customers')
           .select('id')
           .where('account_id', '=', shop.tenant.accountId)
-          .where('email_normalized', '=', email)
+          .where(
+            'email_normalized',
+            'in',
+            emails.map((email) => email.toLowerCase()),
+          )
           .execute();
         expect(receivers.map((c) => c.id)).toEqual([referral.receiver_customer_id]);
         await expectOneReward(
