@@ -12,6 +12,7 @@ import {
   type ExportFormat,
   type ExportKind,
 } from '../exports/service.js';
+import { MAX_ROW_BYTES } from '../imports/csv.js';
 import { IMPORT_COLUMNS } from '../imports/schemas.js';
 import { MAX_UPLOAD_BYTES } from '../imports/service.js';
 import { Form } from './form.js';
@@ -72,6 +73,8 @@ const importsPages: FastifyPluginAsyncTypebox = async (app) => {
     kinds: EXPORT_KINDS.map((kind) => ({ value: kind, label: KIND_LABELS[kind] })),
     formats: EXPORT_FORMATS,
     values: {},
+    maxUpload: `${MAX_UPLOAD_BYTES / 1024 ** 2} MiB`,
+    maxRow: `${MAX_ROW_BYTES / 1024 ** 2} MiB`,
   });
 
   app.get('/imports', { schema: hide }, async (request, reply) =>
@@ -115,11 +118,18 @@ const importsPages: FastifyPluginAsyncTypebox = async (app) => {
     });
   });
 
-  const mappingPage = async (accountId: number, uploadId: number, chosen?: readonly string[], error?: DomainError) => {
+  const mappingPage = async (
+    accountId: number,
+    uploadId: number,
+    chosen?: readonly string[],
+    error?: DomainError,
+    setBalances = false,
+  ) => {
     const upload = await imports.uploaded(accountId, uploadId);
     return {
       title: `Map the columns of ${upload.fileName}`,
       upload,
+      setBalances,
       columns: upload.names.map((name, i) => ({
         index: i,
         name,
@@ -146,11 +156,18 @@ const importsPages: FastifyPluginAsyncTypebox = async (app) => {
     const form = new Form(request.body);
     const upload = await imports.uploaded(accountId, request.params.id);
     const chosen = upload.names.map((_, i) => form.text(`mapping.${i}`));
+    const setBalances = form.checked('set_balances');
     if (request.consoleRestore) {
-      return sendPage(reply, request, 200, 'import-mapping', await mappingPage(accountId, upload.id, chosen));
+      return sendPage(
+        reply,
+        request,
+        200,
+        'import-mapping',
+        await mappingPage(accountId, upload.id, chosen, undefined, setBalances),
+      );
     }
     try {
-      const importId = await imports.start(accountId, upload.id, chosen);
+      const importId = await imports.start(accountId, upload.id, chosen, { setBalances });
       return reply.redirect(`/admin/imports/${importId}`, 303);
     } catch (error) {
       if (!(error instanceof DomainError) || error.status >= 500) throw error;
@@ -159,7 +176,7 @@ const importsPages: FastifyPluginAsyncTypebox = async (app) => {
         request,
         error.status,
         'import-mapping',
-        await mappingPage(accountId, upload.id, chosen, error),
+        await mappingPage(accountId, upload.id, chosen, error, setBalances),
       );
     }
   });

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { parse } from 'csv-parse';
 
@@ -50,10 +51,191 @@ export function separatorOf(firstChunk: string): ',' | ';' {
   return count(';') > count(',') ? ';' : ',';
 }
 
+/** The most bytes a row may take in the file (its line, or its lines when a quoted cell holds line breaks). */
+export const MAX_ROW_BYTES = 1024 * 1024;
+
+/** A row left out of what the parser reads (too long, or a quote ending a cell early): where it starts, what it took. */
+interface Dropped {
+  readonly why: 'long' | 'quote';
+  /** Lines before the row's first, from where the reading started. */
+  readonly linesBefore: number;
+  /** Its bytes and line breaks, its record delimiter aside. */
+  readonly bytes: number;
+  readonly lineBreaks: number;
+}
+
+const QUOTE = 0x22;
+const CR = 0x0d;
+const LF = 0x0a;
+const UTF8_BOM = [0xef, 0xbb, 0xbf];
+
+/**
+ * Cuts the file into rows before csv-parse reads it, so that the parser never holds more than
+ * `maxBytes` of one row: csv-parse's own `max_record_size` fails the rest of the read, and drops
+ * what follows in its chunk, so it cannot refuse one row and go on. Rows are found as csv-parse
+ * finds them (with its options of readCsv: quote and escape `"`, the record delimiter the first
+ * line break outside quotes shows, a quote opening a cell only at its start and closing it only
+ * before a separator, a line break or the end). A row up to `maxBytes` is passed on whole, as it
+ * is; a longer one is never held: it is replaced by `marker` and its record delimiter, and
+ * `onDropped` hears where it was. So is a row whose quoted cell has a quote that does not end it
+ * (`"Un"closed`): csv-parse would read on in the quotes, through the lines after it; here the row
+ * ends with its line, and the next line is read as a row. Memory: at most one row of `maxBytes`
+ * and one chunk.
+ */
+export class RowBound {
+  private held: Buffer[] = [];
+  private rowBytes = 0;
+  private rowLineBreaks = 0;
+  private linesBefore = 0;
+  private lines = 0;
+  private quoting = false;
+  private escaping = false;
+  private fieldEmpty = true;
+  private dropping = false;
+  private malformed = false;
+  /** The record delimiter once the first line break outside quotes showed it (csv-parse's discovery). */
+  private recordDelimiter: Buffer | undefined;
+  private carry: Buffer = Buffer.alloc(0);
+  private bomChecked: boolean;
+
+  constructor(
+    private readonly delimiter: number,
+    private readonly maxBytes: number,
+    private readonly marker: Buffer,
+    private readonly onDropped: (dropped: Dropped) => void,
+    fresh: boolean,
+  ) {
+    this.bomChecked = !fresh;
+  }
+
+  /** Bytes of the row read so far that wait for its end (never more than maxBytes). */
+  get holding(): number {
+    return this.held.reduce((sum, part) => sum + part.length, 0);
+  }
+
+  /** What the parser is to read of `chunk` (and of what came before it). */
+  write(chunk: Buffer): Buffer[] {
+    return this.scan(this.carry.length === 0 ? chunk : Buffer.concat([this.carry, chunk]), false);
+  }
+
+  /** What the parser is to read of the file's last bytes. */
+  end(): Buffer[] {
+    const out = this.scan(this.carry, true);
+    if (this.dropping || this.malformed) {
+      out.push(this.marker);
+      this.drop();
+    } else if (this.held.length > 0) out.push(...this.held);
+    this.held = [];
+    return out;
+  }
+
+  private scan(buf: Buffer, ending: boolean): Buffer[] {
+    const out: Buffer[] = [];
+    let at = 0;
+    if (!this.bomChecked) {
+      if (buf.length < UTF8_BOM.length && !ending) {
+        this.carry = buf;
+        return out;
+      }
+      this.bomChecked = true;
+      if (UTF8_BOM.every((byte, i) => buf[i] === byte)) {
+        at = UTF8_BOM.length;
+        this.rowBytes += at;
+      }
+    }
+    // A quote's meaning depends on the two bytes after it (a separator, CRLF): they are read with the next chunk.
+    const limit = ending ? buf.length : Math.max(at, buf.length - 2);
+    /** Where the rows of `buf` not yet passed on begin, and where the row being read begins. */
+    let passed = 0;
+    let rowStart = 0;
+    for (; at < limit; at++) {
+      const byte = buf[at]!;
+      const length = this.quoting || (byte !== LF && byte !== CR) ? 0 : this.breakAt(buf, at);
+      if (length > 0) {
+        this.recordDelimiter ??= Buffer.from(buf.subarray(at, at + length));
+        this.lines++;
+        at += length - 1;
+        if (this.dropping || this.malformed) {
+          if (passed < rowStart) out.push(buf.subarray(passed, rowStart));
+          this.held = [];
+          out.push(this.marker, buf.subarray(at + 1 - length, at + 1));
+          this.drop();
+          passed = at + 1;
+        } else if (this.held.length > 0) {
+          out.push(...this.held);
+          this.held = [];
+        }
+        rowStart = at + 1;
+        this.newRow();
+        continue;
+      }
+      if (byte === LF || (byte === CR && buf[at + 1] !== LF)) {
+        this.lines++;
+        this.rowLineBreaks++;
+      }
+      if (++this.rowBytes > this.maxBytes && !this.dropping) {
+        // Past the bound: the rows before it go on, what is held of it is let go, the rest of it skipped.
+        if (passed < rowStart) out.push(buf.subarray(passed, rowStart));
+        passed = rowStart;
+        this.dropping = true;
+        this.held = [];
+      }
+      if (this.escaping) {
+        this.escaping = false;
+        this.fieldEmpty = false;
+      } else if (byte === QUOTE && this.quoting) {
+        if (buf[at + 1] === QUOTE) this.escaping = true;
+        else if (at + 1 >= buf.length || buf[at + 1] === this.delimiter || this.breakAt(buf, at + 1) > 0) {
+          this.quoting = false;
+        } else {
+          // A quote inside a quoted cell that does not end it: the row is malformed, and ends with its line.
+          this.malformed = true;
+          this.quoting = false;
+          this.fieldEmpty = false;
+        }
+      } else if (byte === QUOTE && this.fieldEmpty) {
+        this.quoting = true;
+      } else if (byte === this.delimiter && !this.quoting) {
+        this.fieldEmpty = true;
+      } else this.fieldEmpty = false;
+    }
+    if (passed < rowStart) out.push(buf.subarray(passed, rowStart));
+    if (!this.dropping && rowStart < at) this.held.push(buf.subarray(rowStart, at));
+    this.carry = buf.subarray(at);
+    return out;
+  }
+
+  /** The length of the record delimiter at `at` (csv-parse takes the first line break it meets as the file's), or 0. */
+  private breakAt(buf: Buffer, at: number): number {
+    const known = this.recordDelimiter;
+    if (known) {
+      if (buf[at] !== known[0]) return 0;
+      return known.length === 1 || buf[at + 1] === known[1] ? known.length : 0;
+    }
+    if (buf[at] === CR) return buf[at + 1] === LF ? 2 : 1;
+    return buf[at] === LF ? 1 : 0;
+  }
+
+  private drop(): void {
+    const why = this.dropping ? 'long' : 'quote';
+    this.onDropped({ why, linesBefore: this.linesBefore, bytes: this.rowBytes, lineBreaks: this.rowLineBreaks });
+    this.dropping = false;
+    this.malformed = false;
+  }
+
+  private newRow(): void {
+    this.linesBefore = this.lines;
+    this.rowBytes = 0;
+    this.rowLineBreaks = 0;
+    this.fieldEmpty = true;
+  }
+}
+
 /**
  * The rows of `input` after its header, with columns renamed by `rename` (old name → new). `onHeader`
  * hears the header first (it may throw to refuse the file). With `from`, `input` starts at a row's
- * end in the file, and its rows are read with the header and separator given.
+ * end in the file, and its rows are read with the header and separator given. A row longer than
+ * `maxRowBytes` (MAX_ROW_BYTES) is refused without being held.
  */
 export async function* readCsv(
   input: Readable,
@@ -61,9 +243,11 @@ export async function* readCsv(
     rename: ReadonlyMap<string, string>;
     onHeader: (header: CsvHeader) => void;
     from?: CsvResume;
+    maxRowBytes?: number;
   },
 ): AsyncGenerator<CsvRow> {
   const from = options.from;
+  const maxRowBytes = options.maxRowBytes ?? MAX_ROW_BYTES;
   const iterator = input[Symbol.asyncIterator]();
   const first = await iterator.next();
   if (first.done) {
@@ -83,38 +267,81 @@ export async function* readCsv(
     skip_empty_lines: true,
     skip_records_with_error: true,
   });
+  // Rows the parser refused, and rows too long to read, each yielded before the first row after it
+  // (so that a batch cut after a row holds exactly the refusals before it).
   const refused: CsvRow[] = [];
+  // csv-parse counts a CRLF inside quotes as two lines: a text editor, as one.
+  let extraLines = 0;
   let lastSkipped = -1;
   parser.on('skip', (error: Error & { lines?: number }) => {
     // One malformed record may be reported more than once: it is one refused row.
     const line = (error.lines ?? 0) + offset.lines - extraLines;
-    if (line !== lastSkipped) refused.push({ line, error: `cannot be read as CSV: ${error.message}` });
+    const message = error.message.replace(/ (?:at|on) line \d+/g, '');
+    if (line !== lastSkipped) refused.push({ line, error: `cannot be read as CSV: ${message}` });
     lastSkipped = line;
   });
+  // A row too long to read reaches the parser as this cell: a NUL, which no cell may hold, and random bytes.
+  const markerText = `\u0000${randomBytes(12).toString('hex')}`;
+  const dropped: Dropped[] = [];
+  const bound = new RowBound(
+    delimiter.charCodeAt(0),
+    maxRowBytes,
+    Buffer.from(markerText),
+    (row) => dropped.push(row),
+    from === undefined,
+  );
   const feed = (async () => {
     let chunk: Buffer | undefined = firstChunk;
     while (chunk) {
-      if (!parser.write(chunk)) await new Promise((resolve) => parser.once('drain', resolve));
+      for (const part of bound.write(chunk)) {
+        if (!parser.write(part)) await new Promise((resolve) => parser.once('drain', resolve));
+      }
       const next = await iterator.next();
       chunk = next.done ? undefined : Buffer.isBuffer(next.value) ? next.value : Buffer.from(String(next.value));
     }
+    for (const part of bound.end()) parser.write(part);
     parser.end();
   })();
   feed.catch((error: Error) => parser.destroy(error));
 
   let columns = from?.columns;
-  let extraLines = 0;
+  /** What the rows left out took in the file beyond their markers. */
+  const skipped = { bytes: 0, lines: 0 };
+  const before = function* (line: number) {
+    refused.sort((a, b) => a.line - b.line);
+    while (refused.length > 0 && refused[0]!.line < line) yield refused.shift()!;
+  };
   for await (const { record: texts, info, raw } of parser as AsyncIterable<{
     record: string[];
     info: { lines: number; bytes: number };
     raw: string;
   }>) {
-    while (refused.length > 0) yield refused.shift()!;
-    // csv-parse counts a CRLF inside quotes as two lines: a text editor, as one.
     const own = ownText(raw);
+    if (texts.length === 1 && texts[0] === markerText) {
+      const row = dropped.shift()!;
+      skipped.bytes += row.bytes - Buffer.byteLength(markerText);
+      skipped.lines += row.lineBreaks;
+      const line = offset.lines + row.linesBefore + 1;
+      const long = row.why === 'long';
+      if (!columns) {
+        throw new CsvFileError(
+          long ? `the header line is longer than ${sizeOf(maxRowBytes)}` : 'the header line cannot be read as CSV',
+        );
+      }
+      yield* before(line);
+      yield {
+        line,
+        error: long
+          ? `is longer than ${sizeOf(maxRowBytes)}: a row holds at most that (a quote left open runs a cell on across lines)`
+          : 'cannot be read as CSV: a quote inside a quoted cell does not end it (write a quote in a cell as "")',
+        end: endOf(info),
+      };
+      continue;
+    }
     extraLines += own.split('\r\n').length - 1;
-    const end = { bytes: offset.bytes + info.bytes, lines: offset.lines + info.lines - extraLines };
+    const end = endOf(info);
     const line = end.lines - (own.match(/\n/g)?.length ?? 0);
+    yield* before(line);
     if (texts.some((text) => text.includes(NOT_UTF8))) {
       if (!columns) throw new CsvFileError('the header line is not UTF-8 text: save the file as UTF-8');
       yield { line, error: 'is not UTF-8 text: save the file as UTF-8', end };
@@ -133,8 +360,23 @@ export async function* readCsv(
     yield { line, cells, end };
   }
   await feed;
-  while (refused.length > 0) yield refused.shift()!;
+  yield* before(Number.POSITIVE_INFINITY);
   if (!columns) options.onHeader({ names: [], columns: [], delimiter });
+
+  /** Where a record the parser read ends in the file. */
+  function endOf(info: { lines: number; bytes: number }): CsvPosition {
+    return {
+      bytes: offset.bytes + info.bytes + skipped.bytes,
+      lines: offset.lines + info.lines - extraLines + skipped.lines,
+    };
+  }
+}
+
+/** `bytes` as the messages say it: `1 MiB`, `512 KiB`, or bytes. */
+function sizeOf(bytes: number): string {
+  if (bytes % 1024 ** 2 === 0) return `${bytes / 1024 ** 2} MiB`;
+  if (bytes % 1024 === 0) return `${bytes / 1024} KiB`;
+  return `${bytes} bytes`;
 }
 
 /** A record's own text: its raw text without the empty lines skipped before it and its record delimiter. */

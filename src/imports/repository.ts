@@ -12,6 +12,8 @@ export async function insertImport(
     fileName: string;
     bytesTotal: number;
     now: number;
+    fileSha256: string | null;
+    setBalances: boolean;
     uploadId?: number;
     columns?: readonly string[];
   },
@@ -27,6 +29,8 @@ export async function insertImport(
       updated_at: run.now,
       upload_id: run.uploadId ?? null,
       columns: run.columns === undefined ? null : JSON.stringify(run.columns),
+      file_sha256: run.fileSha256,
+      set_balances: run.setBalances ? 1 : 0,
     })
     .returning('id')
     .executeTakeFirstOrThrow();
@@ -89,6 +93,7 @@ export async function findImport(db: Kysely<Database>, id: number) {
     uploadId: row.upload_id === null ? null : Number(row.upload_id),
     columns: row.columns === null ? null : (JSON.parse(row.columns) as string[]),
     position: { bytes: Number(row.bytes_read), lines: Number(row.lines_read) } satisfies CsvPosition,
+    fileSha256: row.file_sha256,
   };
 }
 
@@ -150,34 +155,106 @@ export async function findRefusals(
   return rows.map((row) => ({ line: Number(row.line), message: row.message }));
 }
 
+/** A customer's imported opening balance, and the run, file and line that brought it. */
+export interface OpeningBalance {
+  readonly customerId: number;
+  readonly importId: number | null;
+  readonly fileName: string;
+  readonly fileSha256: string | null;
+  readonly line: number | null;
+  readonly pointsBalance: number;
+  readonly pointsEarned: number;
+}
+
+/** Where a balance comes from: the run, its file, the row's line. */
+export interface BalanceSource {
+  readonly importId: number | null;
+  readonly fileName: string;
+  readonly fileSha256: string | null;
+}
+
 /**
- * Notes that this file brought these customers their balances; the customers it had not brought
- * them before (whose balances are to be written now).
+ * Claims the opening balance of customers the caller locked, once per customer (the table's key:
+ * two imports racing cannot both claim one); a balance of 0 with 0 points earned claims nothing.
+ * Answers those claimed now and, for the others, the opening balance they already have.
  */
-export async function claimImportedBalances(
+export async function claimOpeningBalances(
   trx: Transaction<Database>,
   accountId: number,
-  fileName: string,
-  balances: readonly { customerId: number; pointsBalance: number; pointsEarned: number }[],
+  source: BalanceSource,
+  balances: readonly { customerId: number; line: number; pointsBalance: number; pointsEarned: number }[],
   now: number,
-): Promise<Set<number>> {
-  if (balances.length === 0) return new Set();
-  const rows = await trx
-    .insertInto('imported_balances')
-    .values(
-      balances.map((balance) => ({
-        account_id: accountId,
-        file_name: fileName,
-        customer_id: balance.customerId,
-        points_balance: balance.pointsBalance,
-        points_earned: balance.pointsEarned,
-        created_at: now,
-      })),
-    )
-    .onConflict((oc) => oc.doNothing())
-    .returning('customer_id')
-    .execute();
-  return new Set(rows.map((row) => Number(row.customer_id)));
+): Promise<{ claimed: Set<number>; earlier: Map<number, OpeningBalance> }> {
+  const some = balances.filter((balance) => balance.pointsBalance > 0 || balance.pointsEarned > 0);
+  const rows =
+    some.length === 0
+      ? []
+      : await trx
+          .insertInto('opening_balances')
+          .values(
+            some.map((balance) => ({
+              customer_id: balance.customerId,
+              account_id: accountId,
+              ...openingFields(source, balance, now),
+              created_at: now,
+            })),
+          )
+          .onConflict((oc) => oc.column('customer_id').doNothing())
+          .returning('customer_id')
+          .execute();
+  const claimed = new Set(rows.map((row) => Number(row.customer_id)));
+  const others = balances.map((b) => b.customerId).filter((id) => !claimed.has(id));
+  if (others.length === 0) return { claimed, earlier: new Map() };
+  const found = await trx.selectFrom('opening_balances').selectAll().where('customer_id', 'in', others).execute();
+  const earlier = new Map(
+    found.map((row) => [
+      Number(row.customer_id),
+      {
+        customerId: Number(row.customer_id),
+        importId: row.import_id === null ? null : Number(row.import_id),
+        fileName: row.file_name,
+        fileSha256: row.file_sha256,
+        line: row.line === null ? null : Number(row.line),
+        pointsBalance: Number(row.points_balance),
+        pointsEarned: Number(row.points_earned),
+      },
+    ]),
+  );
+  return { claimed, earlier };
+}
+
+/** The columns of an opening balance that say what brought it, and when. */
+function openingFields(
+  source: BalanceSource,
+  balance: { line: number; pointsBalance: number; pointsEarned: number },
+  now: number,
+) {
+  return {
+    import_id: source.importId,
+    file_name: source.fileName,
+    file_sha256: source.fileSha256,
+    line: balance.line,
+    points_balance: balance.pointsBalance,
+    points_earned: balance.pointsEarned,
+    updated_at: now,
+  };
+}
+
+/** Sets customers' opening balances to a later file's (the ledger took the difference in the same transaction). */
+export async function replaceOpeningBalances(
+  trx: Transaction<Database>,
+  source: BalanceSource,
+  balances: readonly { customerId: number; line: number; pointsBalance: number; pointsEarned: number }[],
+  now: number,
+): Promise<void> {
+  // Rare (a run that sets balances, on customers who have one): a statement each.
+  for (const balance of balances) {
+    await trx
+      .updateTable('opening_balances')
+      .set(openingFields(source, balance, now))
+      .where('customer_id', '=', balance.customerId)
+      .execute();
+  }
 }
 
 /** The account's latest runs, newest first. */
@@ -207,6 +284,7 @@ function toProgress(row: Selectable<ImportsTable>): ImportProgress {
     error: row.error,
     startedAt: Number(row.started_at),
     finishedAt: row.finished_at === null ? null : Number(row.finished_at),
+    setBalances: Number(row.set_balances) === 1,
   };
 }
 
@@ -238,11 +316,16 @@ export async function insertUploadChunk(db: Kysely<Database>, uploadId: number, 
 export async function describeUpload(
   db: Kysely<Database>,
   id: number,
-  file: { bytesTotal: number; delimiter: ',' | ';'; names: readonly string[] },
+  file: { bytesTotal: number; delimiter: ',' | ';'; names: readonly string[]; sha256: string },
 ): Promise<void> {
   await db
     .updateTable('import_uploads')
-    .set({ bytes_total: file.bytesTotal, delimiter: file.delimiter, header: JSON.stringify(file.names) })
+    .set({
+      bytes_total: file.bytesTotal,
+      delimiter: file.delimiter,
+      header: JSON.stringify(file.names),
+      sha256: file.sha256,
+    })
     .where('id', '=', id)
     .execute();
 }
@@ -257,6 +340,7 @@ export async function findUpload(db: Kysely<Database>, id: number) {
     bytesTotal: Number(row.bytes_total),
     delimiter: row.delimiter,
     names: JSON.parse(row.header) as string[],
+    sha256: row.sha256,
   };
 }
 

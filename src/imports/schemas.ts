@@ -60,4 +60,6 @@ export interface ImportProgress {
   readonly error: string | null;
   readonly startedAt: number;
   readonly finishedAt: number | null;
+  /** Whether it sets balances to the file's instead of refusing those of customers who have one. */
+  readonly setBalances: boolean;
 }

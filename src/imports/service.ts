@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { basename } from 'node:path';
@@ -6,11 +7,11 @@ import type { Kysely } from 'kysely';
 import type { AccountsService } from '../accounts/service.js';
 import type { Clock } from '../clock.js';
 import type { CustomerIdentitiesService } from '../customer-identities/service.js';
-import type { CustomersService } from '../customers/service.js';
+import type { CustomersService, LockedCustomer } from '../customers/service.js';
 import { normalizeEmail } from '../email.js';
 import { DomainError, invalidParameter, notFound } from '../errors.js';
 import type { JobHandler, JobsService } from '../jobs/service.js';
-import type { PointsTransactionsService } from '../points-transactions/service.js';
+import type { LedgerEntry, PointsTransactionsService } from '../points-transactions/service.js';
 import type { Database } from '../storage/schema.js';
 import { refreshStatistics } from '../storage/statistics.js';
 import type { UnitOfWork, Work } from '../storage/unit-of-work.js';
@@ -19,8 +20,9 @@ import type { VipTiersService } from '../vip-tiers/service.js';
 import { CsvFileError, type CsvHeader, type CsvPosition, type CsvRow, readCsv } from './csv.js';
 import {
   addToImport,
+  type BalanceSource,
   claimEmails,
-  claimImportedBalances,
+  claimOpeningBalances,
   deleteAbandonedUploads,
   deleteUpload,
   deleteUploadChunks,
@@ -34,6 +36,8 @@ import {
   insertRefusals,
   insertUpload,
   insertUploadChunk,
+  type OpeningBalance,
+  replaceOpeningBalances,
   uploadStream,
 } from './repository.js';
 import { IMPORT_COLUMNS, type ImportProgress, ImportRow, type ImportSummary } from './schemas.js';
@@ -56,8 +60,8 @@ export const IMPORTS_QUEUE = 'imports';
  * lease is 30 s): real time, as the lease's is in production, not the injected clock.
  */
 const STEP_BUDGET_MS = 10_000;
-/** The most an upload may hold. */
-export const MAX_UPLOAD_BYTES = 1024 ** 3;
+/** The most an upload may hold (larger files go through the CLI, which reads them from disk). */
+export const MAX_UPLOAD_BYTES = 100 * 1024 ** 2;
 /** Bytes of an uploaded file per stored chunk. */
 const CHUNK_BYTES = 1024 * 1024;
 /** An upload whose columns were never mapped is deleted at the account's next upload after this long. */
@@ -69,6 +73,11 @@ export interface ImportOptions {
   readonly rename?: ReadonlyMap<string, string>;
   /** Checks every row and writes nothing. */
   readonly dryRun?: boolean;
+  /**
+   * Sets the opening balance of customers who already have an imported one to the file's (one
+   * ledger entry of the difference) instead of refusing their rows.
+   */
+  readonly setBalances?: boolean;
   /** Hears the run's progress after every batch. */
   readonly onProgress?: (progress: ImportProgress) => void;
 }
@@ -89,12 +98,15 @@ interface BatchRecord {
   end: CsvPosition | undefined;
 }
 
-/** One run of an import: its account, file name (for the balances), its row in `imports` (none for a dry run). */
+/** One run of an import: its account, its file, its row in `imports` (none for a dry run). */
 interface Run {
   readonly accountId: number;
   readonly fileName: string;
+  /** The file's SHA-256: its balances are its own when the same bytes are run again (a run finished after a crash). */
+  readonly fileSha256: string | null;
   readonly importId: number | null;
   readonly dryRun: boolean;
+  readonly setBalances: boolean;
   /** A dry run's emails (it writes nothing, not even the emails it saw). */
   readonly seen: Map<string, number>;
 }
@@ -153,22 +165,30 @@ export class ImportsService {
   }
 
   /**
-   * Imports the customers of the CSV file at `path` into the account. Its name is the file's for
-   * the balances it brings: each customer's is written once per file name.
+   * Imports the customers of the CSV file at `path` into the account. A customer's opening balance
+   * is imported once, whatever the file is called: a row bringing one to a customer who has one is
+   * refused, unless `setBalances`.
    */
   async importCustomers(accountId: number, path: string, options: ImportOptions = {}): Promise<ImportSummary> {
     await this.accounts.require(accountId);
     const fileName = basename(path);
     let bytesTotal: number;
+    let fileSha256: string;
     try {
       bytesTotal = (await stat(path)).size;
+      const hash = createHash('sha256');
+      for await (const chunk of createReadStream(path)) hash.update(chunk as Buffer);
+      fileSha256 = hash.digest('hex');
     } catch (error) {
       throw invalidParameter('file', `cannot be read: ${(error as Error).message}`);
     }
     const dryRun = options.dryRun === true;
+    const setBalances = options.setBalances === true;
     const startedAt = this.clock.now();
-    const importId = dryRun ? null : await insertImport(this.db, { accountId, fileName, bytesTotal, now: startedAt });
-    const run: Run = { accountId, fileName, importId, dryRun, seen: new Map() };
+    const importId = dryRun
+      ? null
+      : await insertImport(this.db, { accountId, fileName, bytesTotal, fileSha256, setBalances, now: startedAt });
+    const run: Run = { accountId, fileName, fileSha256, importId, dryRun, setBalances, seen: new Map() };
     const progress = {
       id: importId,
       fileName,
@@ -183,6 +203,7 @@ export class ImportsService {
       error: null as string | null,
       startedAt,
       finishedAt: null as number | null,
+      setBalances,
     };
     const refusals: { line: number; message: string }[] = [];
     const rows = readCsv(createReadStream(path), {
@@ -225,12 +246,14 @@ export class ImportsService {
     await deleteAbandonedUploads(this.db, accountId, now - ABANDONED_AFTER_MS);
     const uploadId = await insertUpload(this.db, { accountId, fileName: name, now });
     let stored = 0;
+    const hash = createHash('sha256');
     try {
       let seq = 0;
       // The parts received since the last stored chunk, copied once into the chunk they make.
       let parts: Buffer[] = [];
       let pending = 0;
       for await (const part of input) {
+        hash.update(part as Buffer);
         parts.push(part as Buffer);
         pending += (part as Buffer).length;
         // Chunks of exactly CHUNK_BYTES (the last shorter): a byte's chunk is its offset / CHUNK_BYTES.
@@ -247,7 +270,10 @@ export class ImportsService {
         stored += pending;
       }
       if (truncated()) {
-        throw invalidParameter('file', `is larger than ${MAX_UPLOAD_BYTES / 1024 ** 2} MiB: split it, or use the CLI`);
+        throw new DomainError(
+          'payload_too_large',
+          `file is larger than ${MAX_UPLOAD_BYTES / 1024 ** 2} MiB: split it, or import it with the CLI (loyalty import customers)`,
+        );
       }
       let header: CsvHeader | undefined;
       try {
@@ -268,7 +294,12 @@ export class ImportsService {
       if (!header || header.names.length === 0) {
         throw invalidParameter('file', 'is empty: the first line must name the columns');
       }
-      await describeUpload(this.db, uploadId, { bytesTotal: stored, delimiter: header.delimiter, names: header.names });
+      await describeUpload(this.db, uploadId, {
+        bytesTotal: stored,
+        delimiter: header.delimiter,
+        names: header.names,
+        sha256: hash.digest('hex'),
+      });
       return { id: uploadId, fileName: name, bytesTotal: stored, names: header.names };
     } catch (error) {
       await deleteUpload(this.db, uploadId);
@@ -285,11 +316,17 @@ export class ImportsService {
 
   /**
    * Starts the import of an upload with its columns mapped (`mapping[i]`: the import column the
-   * file's i-th column is read as, '' to ignore it); answers the run's id. The run is a job: any
-   * process's runner reads it.
+   * file's i-th column is read as, '' to ignore it), setting balances to the file's with
+   * `setBalances`; answers the run's id. The run is a job: any process's runner reads it.
    */
-  async start(accountId: number, uploadId: number, mapping: readonly string[]): Promise<number> {
+  async start(
+    accountId: number,
+    uploadId: number,
+    mapping: readonly string[],
+    options: Pick<ImportOptions, 'setBalances'> = {},
+  ): Promise<number> {
     const upload = await this.uploaded(accountId, uploadId);
+    const { sha256 } = (await findUpload(this.db, uploadId))!;
     const columns = upload.names.map((_, i) => mapping[i] ?? '');
     columns.forEach((column, i) => {
       if (column === '') return;
@@ -306,6 +343,8 @@ export class ImportsService {
         accountId,
         fileName: upload.fileName,
         bytesTotal: upload.bytesTotal,
+        fileSha256: sha256,
+        setBalances: options.setBalances === true,
         now: w.now,
         uploadId,
         columns,
@@ -348,8 +387,10 @@ export class ImportsService {
     const run: Run = {
       accountId: upload.accountId,
       fileName: progress.fileName,
+      fileSha256: found.fileSha256,
       importId,
       dryRun: false,
+      setBalances: progress.setBalances,
       seen: new Map(),
     };
     const fresh = position.bytes === 0;
@@ -501,14 +542,16 @@ export class ImportsService {
 
   /**
    * Rows, in the batch's transaction, set by set (a few statements for the batch, not a few per
-   * row): each row's customer, their balance from this file once (with the points earned beyond
-   * it), their identity; then every customer placed once, and each row's events: the customer
-   * created or updated, the balance's points transaction, the tier move, each showing the customer
-   * as the import left them. A row the database refuses (a distinct_id another customer holds)
-   * throws: the caller applies the rows again one by one.
+   * row): each row's customer, their opening balance once per customer (with the points earned
+   * beyond it), their identity; then every customer placed once, and each row's events: the
+   * customer created or updated, the balance's points transaction, the tier move, each showing the
+   * customer as the import left them. A row bringing a balance to a customer who has an imported
+   * one (from another run and file) is refused whole, or with `setBalances` corrects it. A row the
+   * database refuses (a distinct_id another customer holds) throws: the caller applies the rows
+   * again one by one.
    */
   private async applyRows(w: Work, run: Run, rows: readonly CheckedRow[]): Promise<Result[]> {
-    const { accountId, fileName, importId } = run;
+    const { accountId, importId } = run;
     const refused = new Map<CheckedRow, string>();
     if (importId !== null) {
       const first = await claimEmails(
@@ -522,15 +565,27 @@ export class ImportsService {
         if (line !== undefined && line !== checked.line) refused.set(checked, duplicateMessage(line));
       }
     }
-    const applied = rows.filter((checked) => !refused.has(checked));
-    const fields = applied.map(({ row }) => ({
-      email: row.email,
-      first_name: row.first_name ?? undefined,
-      last_name: row.last_name ?? undefined,
-      date_of_birth: row.date_of_birth,
-      state: row.state,
-    }));
-    const { customers, created } = await this.customers.importMany(w, accountId, fields);
+    const unique = rows.filter((checked) => !refused.has(checked));
+    const held = await this.customers.importMany(
+      w,
+      accountId,
+      unique.map(({ row }) => importedFields(row)),
+    );
+    const created = held.created;
+
+    // Opening balances, claimed once per customer (their customers are locked: a racing import waits).
+    const { credits, corrections, refusals } = await this.openingBalances(w, run, unique, held.customers);
+    const applied: CheckedRow[] = [];
+    const customers: LockedCustomer[] = [];
+    for (const [i, checked] of unique.entries()) {
+      const refusal = refusals.get(checked);
+      if (refusal !== undefined) refused.set(checked, refusal);
+      else {
+        applied.push(checked);
+        customers.push(held.customers[i]!);
+      }
+    }
+
     const outcomes = new Map<number, Outcome>();
     const announced = new Set<number>();
     for (const [i, customer] of customers.entries()) {
@@ -539,7 +594,7 @@ export class ImportsService {
         announced.add(customer.id);
         continue;
       }
-      const changed = await this.customers.importFields(w, customer, fields[i]!);
+      const changed = await this.customers.importFields(w, customer, importedFields(applied[i]!.row));
       if (changed) {
         customers[i] = changed;
         announced.add(customer.id);
@@ -547,44 +602,25 @@ export class ImportsService {
       outcomes.set(customer.id, changed ? 'updated' : 'unchanged');
     }
 
-    // Balances: written once per customer and file.
-    const balances = applied.flatMap(({ row }, i) => {
-      const pointsBalance = row.points_balance ?? 0;
-      const pointsEarned = row.points_earned ?? pointsBalance;
-      return pointsBalance > 0 || pointsEarned > 0 ? [{ customer: customers[i]!, pointsBalance, pointsEarned }] : [];
-    });
-    const claimed = await claimImportedBalances(
-      w.trx,
-      accountId,
-      fileName,
-      balances.map(({ customer, pointsBalance, pointsEarned }) => ({
-        customerId: customer.id,
-        pointsBalance,
-        pointsEarned,
-      })),
-      w.now,
-    );
-    const brought = balances.filter(({ customer }) => claimed.has(customer.id));
-    const credited = brought.filter(({ pointsBalance }) => pointsBalance > 0);
+    // In the file's order: the ledger's entries and their events as the rows came.
+    const postings = [...credits, ...corrections].sort((a, b) => a.balance.line - b.balance.line);
+    const posted = postings.filter(({ entry }) => entry !== undefined);
     const entries = await this.ledger.creditMany(
       w,
-      credited.map(({ customer, pointsBalance }) => ({
-        customer,
-        entry: {
-          pointsChange: pointsBalance,
-          description: 'Imported balance',
-          internalNote: `imported from ${fileName}`,
-        },
-      })),
+      posted.map(({ customer, entry }) => ({ customer, entry: entry! })),
     );
-    const beyond = brought
-      .filter(({ pointsBalance, pointsEarned }) => pointsEarned > pointsBalance)
-      .map(({ customer, pointsBalance, pointsEarned }) => ({
-        customerId: customer.id,
-        points: pointsEarned - pointsBalance,
-      }));
+    const beyond = postings
+      .filter(({ beyond }) => beyond > 0)
+      .map(({ customer, beyond }) => ({ customerId: customer.id, points: beyond }));
     await this.customers.addEarnedBeforeImport(w, beyond);
     await this.vipTiers.countEarnedElsewhere(w, beyond);
+    await replaceOpeningBalances(
+      w.trx,
+      balanceSource(run),
+      corrections.map(({ balance }) => balance),
+      w.now,
+    );
+    const brought = postings.filter(({ entry, beyond }) => entry !== undefined || beyond > 0);
     for (const { customer } of brought) {
       if (outcomes.get(customer.id) === 'unchanged') outcomes.set(customer.id, 'updated');
     }
@@ -626,6 +662,84 @@ export class ImportsService {
       return { line: checked.line, outcome: outcomes.get(customerOf.get(checked)!.id)! };
     });
   }
+
+  /**
+   * The opening balances `rows` bring their (locked) `customers`, claimed once per customer: a
+   * customer without one gets the row's (`credits`); one who has it from this run or these same
+   * bytes is left as they are (a run finished after a crash, or the file run again); one who has
+   * it from another import has the row refused, naming it, or with `setBalances` corrected by the
+   * difference (`corrections`), refused when that would take their balance below 0.
+   */
+  private async openingBalances(
+    w: Work,
+    run: Run,
+    rows: readonly CheckedRow[],
+    customers: readonly LockedCustomer[],
+  ): Promise<{ credits: Posting[]; corrections: Posting[]; refusals: Map<CheckedRow, string> }> {
+    const given = rows.flatMap((checked, i) => {
+      const { points_balance, points_earned } = checked.row;
+      if (points_balance === undefined && points_earned === undefined) return [];
+      const pointsBalance = points_balance ?? 0;
+      const balance = {
+        customerId: customers[i]!.id,
+        line: checked.line,
+        pointsBalance,
+        pointsEarned: points_earned ?? pointsBalance,
+      };
+      return [{ checked, customer: customers[i]!, balance }];
+    });
+    const { claimed, earlier } = await claimOpeningBalances(
+      w.trx,
+      run.accountId,
+      balanceSource(run),
+      given.map(({ balance }) => balance),
+      w.now,
+    );
+    const credits: Posting[] = [];
+    const corrections: Posting[] = [];
+    const refusals = new Map<CheckedRow, string>();
+    const note = (line: number) => `imported from ${run.fileName}, line ${line}`;
+    for (const { checked, customer, balance } of given) {
+      const { pointsBalance, pointsEarned, line } = balance;
+      if (claimed.has(customer.id)) {
+        credits.push({
+          customer,
+          balance,
+          entry:
+            pointsBalance > 0
+              ? { pointsChange: pointsBalance, description: 'Imported balance', internalNote: note(line) }
+              : undefined,
+          beyond: pointsEarned - pointsBalance,
+        });
+        continue;
+      }
+      const before = earlier.get(customer.id);
+      if (before === undefined || ownBalance(run, before)) continue;
+      if (!run.setBalances) {
+        refusals.set(checked, alreadyImported(customer.id, before));
+        continue;
+      }
+      const change = pointsBalance - before.pointsBalance;
+      if (customer.pointsBalance + change < 0) {
+        refusals.set(checked, belowZero(customer, before, pointsBalance));
+        continue;
+      }
+      corrections.push({
+        customer,
+        balance,
+        entry:
+          change === 0
+            ? undefined
+            : {
+                pointsChange: change,
+                description: 'Imported balance corrected',
+                internalNote: `${note(line)}: the imported balance was ${before.pointsBalance}`,
+              },
+        beyond: pointsEarned - before.pointsEarned - Math.max(change, 0),
+      });
+    }
+    return { credits, corrections, refusals };
+  }
 }
 
 /**
@@ -634,6 +748,57 @@ export class ImportsService {
  */
 function isRowRefusal(error: unknown): boolean {
   return error instanceof DomainError && error.status < 500;
+}
+
+/** What an opening balance brings a customer: its ledger entry (none for 0) and the points earned beyond it. */
+interface Posting {
+  readonly customer: LockedCustomer;
+  readonly balance: { customerId: number; line: number; pointsBalance: number; pointsEarned: number };
+  readonly entry: LedgerEntry | undefined;
+  readonly beyond: number;
+}
+
+/** The fields of a customer a row brings. */
+function importedFields(row: ImportRow) {
+  return {
+    email: row.email,
+    first_name: row.first_name ?? undefined,
+    last_name: row.last_name ?? undefined,
+    date_of_birth: row.date_of_birth,
+    state: row.state,
+  };
+}
+
+function balanceSource(run: Run): BalanceSource {
+  return { importId: run.importId, fileName: run.fileName, fileSha256: run.fileSha256 };
+}
+
+/** Whether a customer's opening balance came from this run, or from the same bytes run before. */
+function ownBalance(run: Run, balance: OpeningBalance): boolean {
+  return (
+    (run.importId !== null && balance.importId === run.importId) ||
+    (run.fileSha256 !== null && balance.fileSha256 === run.fileSha256)
+  );
+}
+
+/** Where an opening balance came from, as a refusal names it. */
+function importOf(balance: OpeningBalance): string {
+  const run = balance.importId === null ? 'an earlier import' : `import ${balance.importId}`;
+  return `${run} of ${balance.fileName}${balance.line === null ? '' : `, line ${balance.line}`}`;
+}
+
+function alreadyImported(customerId: number, balance: OpeningBalance): string {
+  return (
+    `customer ${customerId} already has an imported balance (${balance.pointsBalance} points, ${importOf(balance)}): ` +
+    'a balance is imported once per customer; import with set balances to replace it with this file’s'
+  );
+}
+
+function belowZero(customer: LockedCustomer, balance: OpeningBalance, pointsBalance: number): string {
+  return (
+    `points_balance ${pointsBalance} would take customer ${customer.id}'s balance below 0: their imported balance ` +
+    `was ${balance.pointsBalance} (${importOf(balance)}) and they hold ${customer.pointsBalance} points`
+  );
 }
 
 function duplicateMessage(firstLine: number): string {

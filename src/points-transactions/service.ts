@@ -140,15 +140,16 @@ export class PointsTransactionsService {
   }
 
   /**
-   * Credits customers the caller locked, an entry each, in one statement (an import's balances):
-   * the entries, in their order. Neither places the customers nor records events: the caller does
-   * both once the rest of its work on them is done (`announce`).
+   * Posts an entry each to customers the caller locked, in one statement (an import's balances, and
+   * their corrections): the entries, in their order. Neither places the customers nor records
+   * events: the caller does both once the rest of its work on them is done (`announce`).
    */
   async creditMany(
     w: Work,
     credits: readonly { customer: LockedCustomer; entry: LedgerEntry }[],
   ): Promise<PointsTransaction[]> {
     const rows = credits.map(({ customer, entry }) => {
+      if (customer.pointsBalance + entry.pointsChange < 0) throw insufficientPoints(customer, entry.pointsChange);
       checkCredit(customer, entry.pointsChange);
       return this.entryRow(w, customer, entry);
     });

@@ -42,7 +42,7 @@ export interface Database {
   import_upload_chunks: ImportUploadChunksTable;
   import_emails: ImportEmailsTable;
   import_refusals: ImportRefusalsTable;
-  imported_balances: ImportedBalancesTable;
+  opening_balances: OpeningBalancesTable;
   referrals: ReferralsTable;
   referral_clicks: ReferralClicksTable;
 }
@@ -374,6 +374,10 @@ export interface ImportsTable {
   lines_read: Generated<number>;
   /** JSON array: the header's columns as mapped, for reading on from `bytes_read`; null for the CLI's runs. */
   columns: string | null;
+  /** The SHA-256 (hex) of the file it reads (null for runs before issue 49). */
+  file_sha256: string | null;
+  /** 1 when it sets balances to the file's (one adjustment of the difference) instead of refusing them. */
+  set_balances: Generated<number>;
 }
 
 /** A file uploaded in the console, kept until its import has read it. */
@@ -386,6 +390,8 @@ export interface ImportUploadsTable {
   /** JSON array: the header's column names as the file has them. */
   header: string;
   created_at: number;
+  /** The SHA-256 (hex) of its bytes, once they are in. */
+  sha256: Generated<string | null>;
 }
 
 /** A piece of an uploaded file, in order of `seq`. */
@@ -408,14 +414,21 @@ export interface ImportRefusalsTable {
   message: string;
 }
 
-/** A balance imported for a customer from a file (by name): written once. */
-export interface ImportedBalancesTable {
-  account_id: number;
-  file_name: string;
+/** A customer's opening balance, imported once per customer (issue 49), and what brought it. */
+export interface OpeningBalancesTable {
   customer_id: number;
+  account_id: number;
+  /** The run that wrote it last; null for balances imported before runs were kept with them. */
+  import_id: number | null;
+  file_name: string;
+  /** The SHA-256 (hex) of that file: the same bytes run again know their own balances. */
+  file_sha256: string | null;
+  /** The file's line that brought it (null before issue 49). */
+  line: number | null;
   points_balance: number;
   points_earned: number;
   created_at: number;
+  updated_at: number;
 }
 
 /** Points a customer earned on one UTC day (kept by the ledger's trigger). */

@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { MAX_ROW_BYTES } from '../../src/imports/csv.js';
 import { openDb } from '../../src/storage/db.js';
 import { cliChecks, loyalty } from '../helpers/cli.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
@@ -38,6 +39,8 @@ const file = (name: string, content: string | Buffer) => {
 };
 const importing = (path: string, ...extra: string[]) =>
   ok(['import', 'customers', '--account', account, '--file', path, ...extra]);
+const viaCli = (path: string, ...extra: string[]) =>
+  ok(['import', 'customers', '--account', account, '--file', path, ...extra], loyalty);
 
 /** Everything an import writes that a second run must leave as it is. */
 async function snapshot() {
@@ -49,7 +52,7 @@ async function snapshot() {
       ledger: await k.selectFrom('points_transactions').selectAll().orderBy('id').execute(),
       identities: await k.selectFrom('customer_identities').selectAll().orderBy('id').execute(),
       events: await k.selectFrom('events').select(['id', 'type']).orderBy('id').execute(),
-      balances: await k.selectFrom('imported_balances').selectAll().orderBy('customer_id').execute(),
+      balances: await k.selectFrom('opening_balances').selectAll().orderBy('customer_id').execute(),
       unbalanced: await unbalancedCustomers(k),
     };
   } finally {
@@ -211,4 +214,58 @@ describe('loyalty import customers', () => {
     expect(new Set(state.ledger.map((t) => t.customer_id)).size).toBe(count);
     expect(state.unbalanced).toEqual([]);
   }, 120_000);
+});
+
+const emails = async () =>
+  (await ok(['customers', 'list', '--account', account])).map((c: { email: string }) => c.email).sort();
+
+// Issue 49 points 4 and 5, through the real command: a stray quote crashed the reader (`internal_error`
+// "Cannot access 'extraLines' before initialization", with --dry-run too), and a 200 MB line took
+// the CLI to 1.35 GB. Each is now a refusal naming its line, the rest of the file imported.
+describe('loyalty import customers with lines it cannot read', () => {
+  it('refuses a stray quote by its line, with and without --dry-run', async () => {
+    const path = file('q.csv', 'email,first_name\nqa1@x.example,a"b\n');
+    const refused = {
+      rows: 1,
+      created: 0,
+      updated: 0,
+      unchanged: 0,
+      refused: 1,
+      refusals: [{ line: 2, message: expect.stringContaining('cannot be read as CSV: Invalid Opening Quote') }],
+    };
+    expect(await viaCli(path, '--dry-run')).toEqual(refused);
+    expect(await viaCli(path)).toEqual(refused);
+    expect(await emails()).toEqual([]);
+  });
+
+  it('reads on past a malformed line in the middle of the file', async () => {
+    const path = file(
+      'middle.csv',
+      'email,first_name,points_balance\ngood1@x.example,One,5\nbad@x.example,"Un"closed,5\ngood2@x.example,Two,7\n',
+    );
+    const summary = await viaCli(path);
+    expect(summary).toMatchObject({ rows: 3, created: 2, refused: 1, refusals: [{ line: 3 }] });
+    expect(await emails()).toEqual(['good1@x.example', 'good2@x.example']);
+  });
+
+  it('refuses a line longer than the bound by its line and imports the next ones', async () => {
+    const long = `long@x.example,${'x'.repeat(3 * MAX_ROW_BYTES)}`;
+    const path = file('long.csv', ['email,first_name', 'before@x.example,B', long, 'after@x.example,A', ''].join('\n'));
+    for (const extra of [['--dry-run'], []]) {
+      expect(await viaCli(path, ...extra)).toEqual({
+        rows: 3,
+        created: 2,
+        updated: 0,
+        unchanged: 0,
+        refused: 1,
+        refusals: [
+          {
+            line: 3,
+            message: 'is longer than 1 MiB: a row holds at most that (a quote left open runs a cell on across lines)',
+          },
+        ],
+      });
+    }
+    expect(await emails()).toEqual(['after@x.example', 'before@x.example']);
+  });
 });

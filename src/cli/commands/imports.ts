@@ -26,7 +26,8 @@ export function registerImportCommands(program: Command): void {
     .command('customers')
     .description(
       'import customers with their balances from a CSV file (columns email, first_name, last_name, date_of_birth, ' +
-        'state, points_balance, points_earned, distinct_id); safe to run again; exits 0 when the file was read to the end',
+        'state, points_balance, points_earned, distinct_id); a balance is imported once per customer; safe to run again; ' +
+        'exits 0 when the file was read to the end',
     )
     .requiredOption('--account <id>', 'the account')
     .requiredOption('--file <path>', 'the CSV file (UTF-8, "," or ";" separated, a header line first)')
@@ -36,23 +37,34 @@ export function registerImportCommands(program: Command): void {
       collect,
     )
     .option('--dry-run', 'check every row and write nothing')
-    .action((opts: { account: string; file: string; map?: string[]; dryRun?: boolean }, cmd: Command) => {
-      const json = Boolean(cmd.optsWithGlobals().json);
-      const bar = json ? undefined : new ProgressBar();
-      return run(
-        cmd,
-        async ({ services }) => {
-          const summary = await services.imports.importCustomers(parseId(opts.account, 'account'), opts.file, {
-            rename: renames(opts.map ?? []),
-            dryRun: opts.dryRun === true,
-            onProgress: (progress) => bar?.show(progress),
-          });
-          bar?.end();
-          return summary;
-        },
-        (summary) => summaryText(summary, opts.dryRun === true),
-      );
-    });
+    .option(
+      '--set-balances',
+      'set the balance of customers who already have an imported one to the file’s (one points transaction of the ' +
+        'difference) instead of refusing their rows',
+    )
+    .action(
+      (
+        opts: { account: string; file: string; map?: string[]; dryRun?: boolean; setBalances?: boolean },
+        cmd: Command,
+      ) => {
+        const json = Boolean(cmd.optsWithGlobals().json);
+        const bar = json ? undefined : new ProgressBar();
+        return run(
+          cmd,
+          async ({ services }) => {
+            const summary = await services.imports.importCustomers(parseId(opts.account, 'account'), opts.file, {
+              rename: renames(opts.map ?? []),
+              dryRun: opts.dryRun === true,
+              setBalances: opts.setBalances === true,
+              onProgress: (progress) => bar?.show(progress),
+            });
+            bar?.end();
+            return summary;
+          },
+          (summary) => summaryText(summary, opts.dryRun === true),
+        );
+      },
+    );
 }
 
 function summaryText(summary: ImportSummary, dryRun: boolean): string {
