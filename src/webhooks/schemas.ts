@@ -28,8 +28,8 @@ const endpointFields = {
   description: Type.String({ description: 'What the merchant calls it; "" when none' }),
   enabled_events: Type.Array(Type.String(), {
     description:
-      'The event types sent to it, or `["*"]` for all. An app\'s endpoint receives only the types its grant\'s ' +
-      'scopes can read, whatever it names.',
+      'The event types sent to it, or `["*"]` for all. It receives only the types the scopes of the credential ' +
+      'that made it can read, whatever it names.',
   }),
   status: StringEnum(['enabled', 'disabled'], 'Disabled endpoints are sent nothing; their pending deliveries wait'),
   created_at: Timestamp('When the endpoint was made'),

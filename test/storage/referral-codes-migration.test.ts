@@ -1,9 +1,9 @@
-import { Kysely, SqliteDialect, sql } from 'kysely';
+import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type Db, openDb } from '../../src/storage/db.js';
+import type { Db } from '../../src/storage/db.js';
 import { migrations } from '../../src/storage/migrations/index.js';
-import type { Database } from '../../src/storage/schema.js';
-import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
+import type { TestDatabase } from '../helpers/database.js';
+import { migratedUntil } from '../helpers/migrations.js';
 
 // The referrals migration on a database that already has customers: every member gets a referral
 // code (existing members too, in batches), nobody else does, and reward fulfillments may then be
@@ -20,17 +20,9 @@ describe(`migration ${REFERRALS}`, () => {
   });
 
   it('gives every existing member a code of their own, and lets a fulfillment be issued without a purchase', async () => {
-    database = await createTestDatabase({ empty: true });
-    db = openDb(database.url);
-    // As the migrator runs them: on SQLite on the writing connection itself (src/storage/migrator.ts).
-    const writer = db.sqlite?.writer;
-    const kysely = writer
-      ? new Kysely<Database>({
-          dialect: new SqliteDialect({ database: { prepare: (text) => writer.prepare(text), close: () => {} } }),
-        })
-      : db.kysely;
-    const names = Object.keys(migrations).sort();
-    for (const name of names.filter((n) => n < REFERRALS)) await migrations[name]!.up(kysely as never);
+    const migrated = await migratedUntil(REFERRALS);
+    ({ database, db } = migrated);
+    const { kysely } = migrated;
 
     const now = Date.UTC(2026, 0, 1);
     const { id: accountId } = await kysely
