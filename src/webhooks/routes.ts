@@ -81,7 +81,8 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         description:
           "The answer holds the endpoint's signing `secret`: the only time it is shown. `url`: https:// only, at " +
           'most 2,048 characters, no credentials, and not a loopback, private, link-local, CGNAT, unspecified, ' +
-          'multicast or broadcast address (`400 invalid_parameter` naming `webhook_endpoint.url`). ' +
+          'multicast or broadcast address, nor on port 0 or a well-known port of another protocol (22, 25, 6379, …) ' +
+          '(`400 invalid_parameter` naming `webhook_endpoint.url`). ' +
           '`enabled_events`: event types, or `["*"]` for all. The endpoint receives only the event types the ' +
           "credential that made it can read (an API key's or an app token's scopes; `400 invalid_parameter` when " +
           "none is left). One made with an app's access token belongs to that app: only the app sees it, and it is " +

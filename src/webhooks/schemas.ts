@@ -75,7 +75,8 @@ const inputFields = {
     pattern: NO_NUL,
     description:
       'https:// only, at most 2,048 characters, no credentials; its host may not be a loopback, private, ' +
-      'link-local, CGNAT, unspecified, multicast or broadcast address',
+      'link-local, CGNAT, unspecified, multicast or broadcast address (IPv4-compatible IPv6 forms included), ' +
+      'nor its port 0 or a well-known port of another protocol (22, 25, 6379, …: see the docs)',
   }),
   description: Type.Optional(
     Type.String({ maxLength: MAX_DESCRIPTION_LENGTH, pattern: NO_NUL, description: 'What to call it (default "")' }),

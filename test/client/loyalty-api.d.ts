@@ -487,7 +487,7 @@ export interface paths {
         put?: never;
         /**
          * Add a webhook endpoint, which is sent the events it names
-         * @description The answer holds the endpoint's signing `secret`: the only time it is shown. `url`: https:// only, at most 2,048 characters, no credentials, and not a loopback, private, link-local, CGNAT, unspecified, multicast or broadcast address (`400 invalid_parameter` naming `webhook_endpoint.url`). `enabled_events`: event types, or `["*"]` for all. The endpoint receives only the event types the credential that made it can read (an API key's or an app token's scopes; `400 invalid_parameter` when none is left). One made with an app's access token belongs to that app: only the app sees it, and it is deleted when the app is disconnected. At most 20 endpoints per account (the 21st is `400 invalid_parameter`).
+         * @description The answer holds the endpoint's signing `secret`: the only time it is shown. `url`: https:// only, at most 2,048 characters, no credentials, and not a loopback, private, link-local, CGNAT, unspecified, multicast or broadcast address, nor on port 0 or a well-known port of another protocol (22, 25, 6379, …) (`400 invalid_parameter` naming `webhook_endpoint.url`). `enabled_events`: event types, or `["*"]` for all. The endpoint receives only the event types the credential that made it can read (an API key's or an app token's scopes; `400 invalid_parameter` when none is left). One made with an app's access token belongs to that app: only the app sees it, and it is deleted when the app is disconnected. At most 20 endpoints per account (the 21st is `400 invalid_parameter`).
          */
         post: operations["createWebhookEndpoint"];
         delete?: never;
@@ -10954,7 +10954,7 @@ export interface operations {
                  */
                 "application/json": {
                     webhook_endpoint: {
-                        /** @description https:// only, at most 2,048 characters, no credentials; its host may not be a loopback, private, link-local, CGNAT, unspecified, multicast or broadcast address */
+                        /** @description https:// only, at most 2,048 characters, no credentials; its host may not be a loopback, private, link-local, CGNAT, unspecified, multicast or broadcast address (IPv4-compatible IPv6 forms included), nor its port 0 or a well-known port of another protocol (22, 25, 6379, …: see the docs) */
                         url: string;
                         /** @description What to call it (default "") */
                         description?: string;
@@ -12053,7 +12053,7 @@ export interface operations {
                  */
                 "application/json": {
                     webhook_endpoint: {
-                        /** @description https:// only, at most 2,048 characters, no credentials; its host may not be a loopback, private, link-local, CGNAT, unspecified, multicast or broadcast address */
+                        /** @description https:// only, at most 2,048 characters, no credentials; its host may not be a loopback, private, link-local, CGNAT, unspecified, multicast or broadcast address (IPv4-compatible IPv6 forms included), nor its port 0 or a well-known port of another protocol (22, 25, 6379, …: see the docs) */
                         url?: string;
                         /** @description What to call it (default "") */
                         description?: string;

@@ -412,7 +412,8 @@ describe('webhook deliveries', () => {
     await enqueue([await event()], hook.id);
     await runner(deliverer({ webhookAllowPrivateNetworks: false })).runDue();
     expect((await attempts(hook.id))[0]!.error).toBe(
-      'refused: the URL 127.0.0.1 is a loopback address, which webhooks may not reach',
+      'refused: the URL 127.0.0.1 is a loopback address, which webhooks may not reach ' +
+        '(WEBHOOK_ALLOW_PRIVATE_NETWORKS=true allows it, for tests and private deployments only)',
     );
     expect(target.connections).toBe(0);
   });
