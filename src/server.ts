@@ -131,6 +131,8 @@ async function runServer(config: Config, options: { migrate: boolean }): Promise
     : undefined;
   const app = await buildApp({ config, db, redis, server: https ? { https } : {} });
   redis?.on('error', (error) => app.log.warn({ err: error }, 'redis error'));
+  // Once per server: the workers of WORKERS=N leave it to their primary.
+  if (cluster.isPrimary) warnOfRiskySettings(config, app.log);
   let metricsServer: MetricsServer | null = null;
   let background: BackgroundThread | null = null;
 
@@ -195,6 +197,19 @@ async function runServer(config: Config, options: { migrate: boolean }): Promise
   );
 }
 
+/**
+ * A warning at start for a setting meant for tests and private deployments only, so that one left
+ * on in production shows in the log (docs/webhooks.md, "Destinations").
+ */
+function warnOfRiskySettings(config: Config, log: { warn(obj: object, msg: string): void }): void {
+  if (!config.events.webhookAllowPrivateNetworks) return;
+  log.warn(
+    { setting: 'WEBHOOK_ALLOW_PRIVATE_NETWORKS' },
+    'WEBHOOK_ALLOW_PRIVATE_NETWORKS=true: webhooks may use http:// and reach loopback, private and link-local ' +
+      'addresses (this machine, its network, the cloud metadata address). For tests and private deployments only.',
+  );
+}
+
 /** The METRICS_PORT listener; exits 1 with a reason if it cannot listen. */
 async function listenForMetrics(
   config: Config,
@@ -221,6 +236,7 @@ async function listenForMetrics(
 /** The primary of WORKERS=N: migrate once, fork, replace workers that die, stop them all on a signal. */
 async function runPrimary(config: Config): Promise<void> {
   const log = pino({ level: config.logLevel, ...SAFE_LOGGING });
+  warnOfRiskySettings(config, log);
   const db = await prepareDatabase(config, true);
   const sqlite = db.dialect === 'sqlite';
   await db.close();

@@ -49,8 +49,9 @@ export interface Credential {
   /** The app, for access tokens. */
   appId: number | null;
   /**
-   * The OAuth grant an access token descends from (what an app's webhook endpoints belong to);
-   * null for API keys and for tokens the CLI issued.
+   * The OAuth grant an access token descends from (deleted with it: its app's webhook endpoints);
+   * null for API keys and for tokens the CLI issued. What is the app's is keyed on `appId`, so a
+   * token the CLI issued is held to the same rules (docs/decisions.md, "Who an endpoint belongs to").
    */
   grantId: number | null;
   scopes: Scope[];

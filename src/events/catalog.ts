@@ -1,4 +1,4 @@
-import type { Scope } from '../auth/scopes.js';
+import { grants, type Scope } from '../auth/scopes.js';
 
 /**
  * Every event type (docs/webhooks.md): what each tells, and the scope a credential needs to read
@@ -61,4 +61,12 @@ export const EVENT_TYPE_NAMES = Object.keys(EVENT_TYPES) as EventType[];
 
 export function isEventType(name: string): name is EventType {
   return Object.hasOwn(EVENT_TYPES, name);
+}
+
+/**
+ * True when a credential holding `scopes` may read events of `type`: the type's scope (above) is
+ * granted. The feed, and what a webhook endpoint is sent, both ask it.
+ */
+export function readsEventType(scopes: readonly Scope[], type: string): boolean {
+  return isEventType(type) && grants(scopes, EVENT_TYPES[type].scope);
 }

@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import { grants, type Scope } from '../auth/scopes.js';
+import type { Scope } from '../auth/scopes.js';
 import { randomBase62 } from '../auth/secrets.js';
 import type { Clock } from '../clock.js';
 import { isoTime } from '../common-schemas.js';
@@ -12,7 +12,7 @@ import type { Database, EventRow } from '../storage/schema.js';
 import type { UnitOfWork, Work } from '../storage/unit-of-work.js';
 import { parseTime } from '../time.js';
 import type { WebhooksService } from '../webhooks/service.js';
-import { EVENT_TYPE_NAMES, EVENT_TYPES, type EventType, isEventType } from './catalog.js';
+import { EVENT_TYPE_NAMES, type EventType, isEventType, readsEventType } from './catalog.js';
 import {
   deleteEventsBefore,
   type EventFilters,
@@ -49,7 +49,7 @@ const EVENTS_CURSOR = { resource: 'events', filtered: true };
 
 /** The event types a credential holding `scopes` may read (catalog order): each type's scope (catalog.ts) granted. */
 export function readableEventTypes(scopes: readonly Scope[]): EventType[] {
-  return EVENT_TYPE_NAMES.filter((type) => grants(scopes, EVENT_TYPES[type].scope));
+  return EVENT_TYPE_NAMES.filter((type) => readsEventType(scopes, type));
 }
 
 /** The job that deletes events past retention. */
@@ -117,7 +117,7 @@ export class EventsService {
    */
   async get(accountId: number, scopes: readonly Scope[], publicId: string): Promise<EventRow> {
     const event = await findEvent(this.db, accountId, publicId);
-    if (!event || !isEventType(event.type) || !grants(scopes, EVENT_TYPES[event.type].scope)) {
+    if (!event || !readsEventType(scopes, event.type)) {
       throw notFound(`event ${publicId} does not exist`);
     }
     return event;

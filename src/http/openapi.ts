@@ -442,7 +442,7 @@ function documented(schema: object, schemas: Record<string, Schema>): Schema {
 /**
  * The top-level `webhooks` (OpenAPI 3.1): one `post` per event type of the catalog, its body the
  * event envelope with that type's `data` (src/events/schemas.ts, made of the resources' own
- * schemas), the Standard Webhooks headers, and the scope an app's grant needs to be sent it.
+ * schemas), the Standard Webhooks headers, and the scope an endpoint's maker needs for it to be sent it.
  */
 function addWebhooks(document: OpenApiDocument): void {
   document.components ??= {};
@@ -477,8 +477,8 @@ function addWebhooks(document: OpenApiDocument): void {
       const who =
         type === 'ping'
           ? 'Sent only on request (`POST /v1/webhook_endpoints/{id}/test`), to that one endpoint; no endpoint subscribes to it.'
-          : `Sent to every enabled endpoint whose \`enabled_events\` name \`${type}\` or \`*\`; an endpoint made ` +
-            `with an app's access token is sent it only if the app's grant holds \`${scope}\`.`;
+          : `Sent to every enabled endpoint whose \`enabled_events\` name \`${type}\` or \`*\` and whose maker ` +
+            `(an API key or an app's access token; not the console nor the CLI) held \`${scope}\`.`;
       const operation = {
         operationId: `on${pascal(type)}`,
         summary: `\`${type}\`: ${description}`,

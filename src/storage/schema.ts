@@ -587,14 +587,21 @@ export interface EventsTable {
 export interface WebhookEndpointsTable {
   id: Generated<number>;
   account_id: number;
-  /** The app grant that made it; null when made with an API key or in the console. */
+  /** The app grant that made it; null when made with an API key, the console, the CLI or a CLI-issued token. */
   grant_id: number | null;
+  /** The app whose access token made it (with a grant or without); null: the merchant's. */
+  app_id: number | null;
   url: string;
   description: Generated<string>;
   /** JSON array as given: types, or `["*"]`. */
   enabled_events: string;
   /** What the fan-out matches: `*`, or ` type type … ` (a space around each type). */
   event_types: string;
+  /**
+   * The scopes of the credential that made it (narrowed by any that re-pointed it), space-separated:
+   * it is sent only the event types they can read. Null: not narrowed (the console, the CLI).
+   */
+  scopes: string | null;
   status: 'enabled' | 'disabled';
   /** The signing secret, sealed (see webhooks/secrets.ts). */
   secret: string;

@@ -20,6 +20,7 @@ import {
   markFailing,
 } from './delivery-repository.js';
 import { addressProblem, urlProblem } from './destination.js';
+import { endpointScopes, reads } from './narrowing.js';
 import type { WebhookSecrets } from './secrets.js';
 import { webhookHeaders } from './signature.js';
 
@@ -106,6 +107,9 @@ export class WebhookDeliverer {
     const { event, endpoint } = await findDeliveryTarget(this.deps.db, job.subjectId, endpointId);
     // Deleted since (the event past retention, the endpoint by its owner): nothing to send.
     if (!event || !endpoint) return { done: true };
+    // Never a type the credential that made the endpoint could not read, however the delivery came
+    // to be queued (a resend, a fan-out before the endpoint was narrowed): nothing to send either.
+    if (!reads(endpointScopes(endpoint), event.type)) return { done: true };
     if (endpoint.status !== 'enabled') return this.park(endpoint);
 
     const startedAt = this.deps.clock.now();

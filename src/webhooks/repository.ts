@@ -26,45 +26,49 @@ export async function findSubscribers(trx: Transaction<Database>, accountId: num
   return rows.map(toSubscriber);
 }
 
-/** An endpoint's row with the scopes of the grant that owns it (null when no grant does). */
-export type EndpointRow = WebhookEndpointRow & { grant_scopes: string | null };
+/** An endpoint's row, its numbers as numbers. */
+export type EndpointRow = WebhookEndpointRow;
 
-/** Which endpoints a reader sees: the account's, or only those of one app's grant. */
-export interface EndpointScope {
+/**
+ * Which endpoints a reader sees: the merchant (`appId` null) every one of the account; an app's
+ * token only those made under the same authorization of the same app: its OAuth grant, or for a
+ * token `loyalty tokens issue` made (no grant), the app's endpoints made by such tokens.
+ */
+export interface EndpointViewer {
   accountId: number;
-  /** An app's credential sees only its grant's endpoints; null sees every one of the account. */
+  appId: number | null;
   grantId: number | null;
 }
 
-function endpointsOf(db: Kysely<Database>, scope: EndpointScope) {
+function endpointsOf(db: Kysely<Database>, viewer: EndpointViewer) {
   return db
     .selectFrom('webhook_endpoints as e')
-    .leftJoin('oauth_grants as g', 'g.id', 'e.grant_id')
     .selectAll('e')
-    .select('g.scopes as grant_scopes')
-    .where('e.account_id', '=', scope.accountId)
-    .$if(scope.grantId !== null, (q) => q.where('e.grant_id', '=', scope.grantId!));
+    .where('e.account_id', '=', viewer.accountId)
+    .$if(viewer.appId !== null, (q) =>
+      q.where('e.app_id', '=', viewer.appId!).where('e.grant_id', viewer.grantId === null ? 'is' : '=', viewer.grantId),
+    );
 }
 
-/** The endpoint `id` if the scope sees it. */
+/** The endpoint `id` if the viewer sees it. */
 export async function findEndpoint(
   db: Kysely<Database>,
-  scope: EndpointScope,
+  viewer: EndpointViewer,
   id: number,
 ): Promise<EndpointRow | undefined> {
-  const row = await endpointsOf(db, scope).where('e.id', '=', id).executeTakeFirst();
+  const row = await endpointsOf(db, viewer).where('e.id', '=', id).executeTakeFirst();
   return row && normalise(row);
 }
 
-/** One keyset page of the endpoints the scope sees (see keysetPage). */
+/** One keyset page of the endpoints the viewer sees (see keysetPage). */
 export async function findEndpointsPage(
   db: Kysely<Database>,
-  scope: EndpointScope,
+  viewer: EndpointViewer,
   direction: Direction,
   boundary: number | null,
   rows: number,
 ): Promise<EndpointRow[]> {
-  const found = await endpointsOf(db, scope)
+  const found = await endpointsOf(db, viewer)
     .$if(boundary !== null, (q) => q.where('e.id', direction === 'next' ? '<' : '>', boundary!))
     .orderBy('e.id', direction === 'next' ? 'desc' : 'asc')
     .limit(rows)
@@ -113,6 +117,7 @@ export type EndpointChanges = Partial<
     | 'description'
     | 'enabled_events'
     | 'event_types'
+    | 'scopes'
     | 'status'
     | 'secret'
     | 'previous_secret'
@@ -209,12 +214,13 @@ export async function findAttemptsPage(
 }
 
 /** PostgreSQL answers bigint columns as strings: every number of the row as a number. */
-function normalise<T extends WebhookEndpointRow & { grant_scopes: string | null }>(row: T): EndpointRow {
+function normalise(row: WebhookEndpointRow): EndpointRow {
   return {
     ...row,
     id: Number(row.id),
     account_id: Number(row.account_id),
     grant_id: row.grant_id === null ? null : Number(row.grant_id),
+    app_id: row.app_id === null ? null : Number(row.app_id),
     previous_secret_expires_at: row.previous_secret_expires_at === null ? null : Number(row.previous_secret_expires_at),
     failing_since: row.failing_since === null ? null : Number(row.failing_since),
     created_at: Number(row.created_at),

@@ -26,7 +26,7 @@ import {
   WebhookEndpointsQuery,
   WebhookEndpointWithSecretResponse,
 } from './schemas.js';
-import type { EndpointOwner } from './service.js';
+import type { Caller, EndpointOwner } from './service.js';
 
 const TAGS = ['Webhook endpoints'];
 const READ = { auth: { scope: 'webhook_endpoint:read' as const } };
@@ -52,18 +52,21 @@ const disabledRefusal = (field: string) =>
   );
 
 /**
- * Who makes the endpoint: an app's token issued under a grant makes one of that grant, limited to
- * what the token's scopes can read and deleted with the grant; an API key (or a token the CLI
- * issued, which has no grant) makes one of the account.
+ * Who asks (docs/decisions.md, "Who an endpoint belongs to"): an app's access token, however it
+ * was issued (an OAuth grant, or `loyalty tokens issue`), sees only its app's own endpoints; an
+ * endpoint any credential makes is sent only what that credential's scopes can read.
  */
-function ownerOf(request: FastifyRequest): EndpointOwner {
+function callerOf(request: FastifyRequest): Caller {
   const credential = request.credential!;
-  const grantId = credential.kind === 'access_token' ? credential.grantId : null;
-  return { accountId: credential.accountId, grantId, scopes: grantId === null ? null : credential.scopes };
+  return credential.kind === 'access_token'
+    ? { appId: credential.appId, grantId: credential.grantId, scopes: credential.scopes }
+    : { appId: null, grantId: null, scopes: credential.scopes };
 }
 
-/** What an app's credential sees: its grant's endpoints only (null: every endpoint of the account). */
-const viewerGrant = (request: FastifyRequest) => ownerOf(request).grantId;
+const ownerOf = (request: FastifyRequest): EndpointOwner => ({
+  accountId: request.credential!.accountId,
+  ...callerOf(request),
+});
 
 const routes: FastifyPluginAsyncTypebox = async (app) => {
   const webhooks = () => app.services.webhooks;
@@ -78,10 +81,12 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         description:
           "The answer holds the endpoint's signing `secret`: the only time it is shown. `url`: https:// only, at " +
           'most 2,048 characters, no credentials, and not a loopback, private, link-local, CGNAT, unspecified, ' +
-          'multicast or broadcast address (`400 invalid_parameter` naming `webhook_endpoint.url`). ' +
-          '`enabled_events`: event types, or `["*"]` for all. An endpoint made with an app\'s OAuth token belongs ' +
-          "to that app's grant: it receives only the event types the token's scopes can read, and is deleted when " +
-          'the app is disconnected. At most 20 endpoints per account (the 21st is `400 invalid_parameter`).',
+          'multicast or broadcast address, nor on port 0 or a well-known port of another protocol (22, 25, 6379, …) ' +
+          '(`400 invalid_parameter` naming `webhook_endpoint.url`). ' +
+          '`enabled_events`: event types, or `["*"]` for all. The endpoint receives only the event types the ' +
+          "credential that made it can read (an API key's or an app token's scopes; `400 invalid_parameter` when " +
+          "none is left). One made with an app's access token belongs to that app: only the app sees it, and it is " +
+          'deleted when the app is disconnected. At most 20 endpoints per account (the 21st is `400 invalid_parameter`).',
         tags: TAGS,
         body: CreateWebhookEndpointBody,
         response: {
@@ -107,13 +112,13 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         summary: 'List the webhook endpoints of the account, newest first',
         description:
           "Keyset pages in `id` descending order, with the cursors of every list. An app's token lists only the " +
-          'endpoints of its own grant. Secrets are never listed.',
+          'endpoints its app made. Secrets are never listed.',
         tags: TAGS,
         querystring: WebhookEndpointsQuery,
         response: { 200: WebhookEndpointsPage, 400: badRequestResponse, ...authErrorResponses },
       },
     },
-    async (request) => webhooks().list(request.credential!.accountId, request.query, viewerGrant(request)),
+    async (request) => webhooks().list(request.credential!.accountId, request.query, callerOf(request)),
   );
 
   app.get(
@@ -124,7 +129,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'getWebhookEndpoint',
         summary: 'Retrieve a webhook endpoint',
         description:
-          "An id the account does not have (another account's, or for an app's token another grant's) is " +
+          "An id the account does not have (another account's, or for an app's token one its app did not make) is " +
           '`404 not_found`. The secret is never shown again.',
         tags: TAGS,
         params: WebhookEndpointParams,
@@ -137,7 +142,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request) => ({
-      webhook_endpoint: await webhooks().get(request.credential!.accountId, request.params.id, viewerGrant(request)),
+      webhook_endpoint: await webhooks().get(request.credential!.accountId, request.params.id, callerOf(request)),
     }),
   );
 
@@ -150,7 +155,8 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         summary: 'Change a webhook endpoint',
         description:
           'Any of `url`, `description`, `enabled_events` and `status`, checked as on create. `status: disabled` ' +
-          'stops its deliveries (pending ones wait); `status: enabled` resumes them at once.',
+          'stops its deliveries (pending ones wait); `status: enabled` resumes them at once. Changing `url` or ' +
+          "`enabled_events` narrows what it receives to what this credential's scopes can read too.",
         tags: TAGS,
         params: WebhookEndpointParams,
         body: UpdateWebhookEndpointBody,
@@ -186,7 +192,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request, reply) => {
-      await webhooks().delete(request.credential!.accountId, request.params.id, viewerGrant(request));
+      await webhooks().delete(request.credential!.accountId, request.params.id, callerOf(request));
       return reply.code(204).send(null);
     },
   );
@@ -215,7 +221,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
       webhook_endpoint: await webhooks().rotateSecret(
         request.credential!.accountId,
         request.params.id,
-        viewerGrant(request),
+        callerOf(request),
       ),
     }),
   );
@@ -241,7 +247,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request, reply) => {
-      const event = await webhooks().sendTest(request.credential!.accountId, request.params.id, viewerGrant(request));
+      const event = await webhooks().sendTest(request.credential!.accountId, request.params.id, callerOf(request));
       return reply.code(202).send({ event });
     },
   );
@@ -265,7 +271,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request) =>
-      webhooks().deliveries(request.credential!.accountId, request.params.id, request.query, viewerGrant(request)),
+      webhooks().deliveries(request.credential!.accountId, request.params.id, request.query, callerOf(request)),
   );
 
   app.post(
@@ -280,8 +286,9 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         description:
           'A new delivery of the event (`evt_…`) to the endpoint named, whatever its type and whether or not the ' +
           'endpoint subscribes to it, with its own retries. An event or endpoint the account does not have is ' +
-          "`404 not_found` (an app's endpoint is sent only event types its grant can read); a disabled endpoint " +
-          'is `400 invalid_parameter`. Answers `202` with no body.',
+          "`404 not_found`, and so is an event the credential's scopes cannot read or the endpoint may not be " +
+          "sent, and, for an app's token, an endpoint its app did not make; a disabled endpoint is " +
+          '`400 invalid_parameter`. Answers `202` with no body.',
         tags: TAGS,
         params: ResendParams,
         body: ResendBody,
@@ -304,7 +311,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         request.credential!.accountId,
         request.params.id,
         request.body.webhook_endpoint_id,
-        viewerGrant(request),
+        callerOf(request),
       );
       // Nothing to serialise: `undefined` sends an empty body (`null` would send the text "null").
       return reply.code(202).send(undefined as unknown as null);

@@ -28,8 +28,8 @@ const endpointFields = {
   description: Type.String({ description: 'What the merchant calls it; "" when none' }),
   enabled_events: Type.Array(Type.String(), {
     description:
-      'The event types sent to it, or `["*"]` for all. An app\'s endpoint receives only the types its grant\'s ' +
-      'scopes can read, whatever it names.',
+      'The event types sent to it, or `["*"]` for all. It receives only the types the scopes of the credential ' +
+      'that made it can read, whatever it names.',
   }),
   status: StringEnum(['enabled', 'disabled'], 'Disabled endpoints are sent nothing; their pending deliveries wait'),
   created_at: Timestamp('When the endpoint was made'),
@@ -75,7 +75,8 @@ const inputFields = {
     pattern: NO_NUL,
     description:
       'https:// only, at most 2,048 characters, no credentials; its host may not be a loopback, private, ' +
-      'link-local, CGNAT, unspecified, multicast or broadcast address',
+      'link-local, CGNAT, unspecified, multicast or broadcast address (IPv4-compatible IPv6 forms included), ' +
+      'nor its port 0 or a well-known port of another protocol (22, 25, 6379, …: see the docs)',
   }),
   description: Type.Optional(
     Type.String({ maxLength: MAX_DESCRIPTION_LENGTH, pattern: NO_NUL, description: 'What to call it (default "")' }),

@@ -1,10 +1,9 @@
 import type { Kysely } from 'kysely';
-import { decodeScopes, grants, type Scope } from '../auth/scopes.js';
+import type { Scope } from '../auth/scopes.js';
 import type { Clock } from '../clock.js';
 import { isoTime } from '../common-schemas.js';
 import type { EventSettings } from '../config.js';
 import { DomainError, invalidParameter, notFound } from '../errors.js';
-import { EVENT_TYPES, type EventType, isEventType } from '../events/catalog.js';
 import type { EventsService, RecordedEvent } from '../events/service.js';
 import type { JobHandler, JobsService, NewJob } from '../jobs/service.js';
 import { Cursors, keysetPage } from '../pagination/keyset.js';
@@ -15,13 +14,14 @@ import { validate } from '../validate.js';
 import { WebhookDeliverer } from './delivery.js';
 import { endpointGroup, WEBHOOK_DELIVERY_QUEUE } from './delivery-queue.js';
 import { urlProblem } from './destination.js';
+import { bothAllow, endpointScopes, eventTypesColumn, reads, scopesColumn } from './narrowing.js';
 import {
   countEndpoints,
   deleteEndpoint,
   deleteGrantEndpoints,
   type EndpointChanges,
   type EndpointRow,
-  type EndpointScope,
+  type EndpointViewer,
   findAttemptsPage,
   findEndpoint,
   findEndpointsPage,
@@ -36,7 +36,6 @@ import {
 import {
   type EventJson,
   MAX_ENDPOINTS_PER_ACCOUNT,
-  SUBSCRIBABLE_EVENT_TYPES,
   type WebhookDeliveriesPage,
   type WebhookEndpoint,
   WebhookEndpointChange,
@@ -57,16 +56,27 @@ export function subscribes(eventTypes: string, type: string): boolean {
 export const PREVIOUS_SECRET_TTL_MS = 24 * 60 * 60 * 1000;
 
 /**
- * Who makes or changes an endpoint. An app's OAuth token issued under a grant (`grantId`, with
- * the token's `scopes`) makes an endpoint of that grant: it receives only what those scopes can
- * read, and is deleted with the grant. An API key, a token issued by the CLI (no grant) or the
- * console: `grantId` and `scopes` null.
+ * Who is asking, besides the account (docs/decisions.md, "Who an endpoint belongs to"). An app's
+ * access token (`appId`, with its `grantId`: null for a token `loyalty tokens issue` made) sees
+ * and changes only the endpoints made under the same authorization of its app. `scopes`: what the
+ * credential can read (an app's token or an API key); an endpoint it makes or re-points is sent
+ * only those event types, and it resends only those. The merchant in the console or the CLI:
+ * no app, `scopes` null (nothing narrowed).
  */
-export interface EndpointOwner {
-  accountId: number;
+export interface Caller {
+  /** The app whose access token asks; absent or null for an API key, the console and the CLI. */
+  appId?: number | null;
   grantId: number | null;
   scopes: readonly Scope[] | null;
 }
+
+/** Who makes or changes an endpoint: a caller of an account. */
+export interface EndpointOwner extends Caller {
+  accountId: number;
+}
+
+/** The console and the `loyalty` command: every endpoint of the account, nothing narrowed. */
+export const MERCHANT: Caller = { appId: null, grantId: null, scopes: null };
 
 const ENDPOINTS_CURSOR = { resource: 'webhook_endpoints', filtered: false };
 const DELIVERIES_CURSOR = { resource: 'webhook_deliveries', filtered: true };
@@ -152,6 +162,7 @@ export class WebhooksService {
     this.checkUrl(endpoint.url);
     const enabled = enabledEvents(endpoint.enabled_events);
     const eventTypes = eventTypesColumn(enabled, owner.scopes);
+    const appId = owner.appId ?? null;
     const secret = newWebhookSecret();
     const sealed = await this.secrets.seal(owner.accountId, secret);
     const id = await this.uow.run(async (w) => {
@@ -165,11 +176,14 @@ export class WebhooksService {
       }
       return insertEndpoint(w.trx, {
         account_id: owner.accountId,
-        grant_id: owner.grantId,
+        // A grant is an app's: an endpoint of no app has none (whatever a caller passed).
+        grant_id: appId === null ? null : owner.grantId,
+        app_id: appId,
         url: endpoint.url,
         description: endpoint.description ?? '',
         enabled_events: JSON.stringify(enabled),
         event_types: eventTypes,
+        scopes: scopesColumn(owner.scopes),
         status: endpoint.status ?? 'enabled',
         secret: sealed,
         previous_secret: null,
@@ -182,45 +196,49 @@ export class WebhooksService {
     return { ...(await this.get(owner.accountId, id)), secret };
   }
 
-  /** One page of the account's endpoints (only its grant's, for an app's `grantId`), id descending. */
+  /** One page of the endpoints the caller sees (an app's: only its own), id descending. */
   async list(
     accountId: number,
     query: { limit?: number; cursor?: string },
-    grantId: number | null = null,
+    caller: Caller = MERCHANT,
   ): Promise<WebhookEndpointsPage> {
-    const scope = { accountId, grantId };
+    const viewer = viewerOf(accountId, caller);
     const page = await keysetPage({
       codec: await this.cursors.codec(ENDPOINTS_CURSOR),
       accountId,
       limit: query.limit ?? DEFAULT_LIMIT,
       cursor: query.cursor,
       fetch: async (direction, boundary, rows) =>
-        (await findEndpointsPage(this.db, scope, direction, boundary, rows)).map(toEndpoint),
+        (await findEndpointsPage(this.db, viewer, direction, boundary, rows)).map(toEndpoint),
     });
     return { webhook_endpoints: page.items, metadata: page.metadata };
   }
 
-  /** The account's endpoint; `404 not_found` for one it does not have (or, for an app, not its grant's). */
-  async get(accountId: number, id: number, grantId: number | null = null): Promise<WebhookEndpoint> {
-    return toEndpoint(await this.require(this.db, { accountId, grantId }, id));
+  /** The account's endpoint; `404 not_found` for one it does not have (or, for an app's token, not its own). */
+  async get(accountId: number, id: number, caller: Caller = MERCHANT): Promise<WebhookEndpoint> {
+    return toEndpoint(await this.require(this.db, viewerOf(accountId, caller), id));
   }
 
   /**
    * Changes the fields given. Disabling parks the endpoint's pending deliveries; enabling it again
-   * clears its failure streak and makes them due at once.
+   * clears its failure streak and makes them due at once. A change of `url` or `enabled_events` is
+   * a re-pointing: the endpoint is then narrowed by the owner's scopes too (a credential must not
+   * point an endpoint that receives more than it can read at itself).
    */
   async update(owner: EndpointOwner, id: number, input: unknown): Promise<WebhookEndpoint> {
     const change = validate(WebhookEndpointChange, input, 'webhook_endpoint');
     if (change.url !== undefined) this.checkUrl(change.url);
     const enabled = change.enabled_events === undefined ? undefined : enabledEvents(change.enabled_events);
     await this.uow.run(async (w) => {
-      const row = await this.require(w.trx, owner, id);
+      const row = await this.require(w.trx, viewerOf(owner.accountId, owner), id);
       const changes: EndpointChanges = {};
       if (change.url !== undefined) changes.url = change.url;
       if (change.description !== undefined) changes.description = change.description;
-      if (enabled !== undefined) {
-        changes.enabled_events = JSON.stringify(enabled);
-        changes.event_types = eventTypesColumn(enabled, grantScopes(row, owner));
+      if (enabled !== undefined) changes.enabled_events = JSON.stringify(enabled);
+      if (change.url !== undefined || enabled !== undefined) {
+        const scopes = bothAllow(endpointScopes(row), owner.scopes);
+        changes.scopes = scopesColumn(scopes);
+        changes.event_types = eventTypesColumn(enabled ?? (JSON.parse(row.enabled_events) as string[]), scopes);
       }
       if (change.status === 'disabled') {
         changes.status = 'disabled';
@@ -238,9 +256,9 @@ export class WebhooksService {
   }
 
   /** Deletes the endpoint, its delivery log and its pending deliveries. */
-  async delete(accountId: number, id: number, grantId: number | null = null): Promise<void> {
+  async delete(accountId: number, id: number, caller: Caller = MERCHANT): Promise<void> {
     await this.uow.run(async (w) => {
-      await this.require(w.trx, { accountId, grantId }, id);
+      await this.require(w.trx, viewerOf(accountId, caller), id);
       if (!(await deleteEndpoint(w.trx, accountId, id))) throw endpointNotFound(id);
       await this.jobs.dropGroup(w, endpointGroup(id));
     });
@@ -253,12 +271,12 @@ export class WebhooksService {
   async rotateSecret(
     accountId: number,
     id: number,
-    grantId: number | null = null,
+    caller: Caller = MERCHANT,
   ): Promise<WebhookEndpoint & { secret: string }> {
     const secret = newWebhookSecret();
     const sealed = await this.secrets.seal(accountId, secret);
     await this.uow.run(async (w) => {
-      const row = await this.require(w.trx, { accountId, grantId }, id);
+      const row = await this.require(w.trx, viewerOf(accountId, caller), id);
       const rotated = await updateEndpoint(w.trx, accountId, id, {
         secret: sealed,
         previous_secret: row.secret,
@@ -271,9 +289,9 @@ export class WebhooksService {
   }
 
   /** Records a `ping` event and sends it to this endpoint only; answers the event. */
-  async sendTest(accountId: number, id: number, grantId: number | null = null): Promise<EventJson> {
+  async sendTest(accountId: number, id: number, caller: Caller = MERCHANT): Promise<EventJson> {
     return this.uow.run(async (w) => {
-      const row = await this.require(w.trx, { accountId, grantId }, id);
+      const row = await this.require(w.trx, viewerOf(accountId, caller), id);
       refuseDisabled(row, 'id');
       const event = await this.deps.events().recordAlone(w, accountId, 'ping', {});
       await this.jobs.enqueue(w, [deliveryJob(accountId, id, event.id)]);
@@ -286,9 +304,9 @@ export class WebhooksService {
     accountId: number,
     id: number,
     query: { limit?: number; cursor?: string; event_id?: string },
-    grantId: number | null = null,
+    caller: Caller = MERCHANT,
   ): Promise<WebhookDeliveriesPage> {
-    await this.require(this.db, { accountId, grantId }, id);
+    await this.require(this.db, viewerOf(accountId, caller), id);
     const filters = { webhook_endpoint_id: id, ...(query.event_id === undefined ? {} : { event_id: query.event_id }) };
     // An event the account does not have (or no longer has) has no attempts: an empty page.
     const event = query.event_id === undefined ? undefined : await this.deps.events().find(accountId, query.event_id);
@@ -320,18 +338,15 @@ export class WebhooksService {
 
   /**
    * Sends the event to the endpoint again (whatever its type, subscribed or not), as a new
-   * delivery with its own retries. An app's endpoint is sent only what its grant can read: any
-   * other event is not found, as in the feed.
+   * delivery with its own retries. An event the caller cannot read, or the endpoint may not be
+   * sent (its scopes), is not found, as in the feed; so is an endpoint the caller does not see.
    */
-  async resend(accountId: number, eventId: string, endpointId: number, grantId: number | null = null): Promise<void> {
+  async resend(accountId: number, eventId: string, endpointId: number, caller: Caller = MERCHANT): Promise<void> {
     const event = await this.deps.events().find(accountId, eventId);
-    if (!event) throw notFound(`event ${eventId} does not exist`);
+    if (!event || !reads(caller.scopes, event.type)) throw notFound(`event ${eventId} does not exist`);
     await this.uow.run(async (w) => {
-      const row = await this.require(w.trx, { accountId, grantId }, endpointId);
-      const scopes = row.grant_id === null ? null : decodeScopes(row.grant_scopes ?? '');
-      if (scopes !== null && !(isEventType(event.type) && grants(scopes, EVENT_TYPES[event.type].scope))) {
-        throw notFound(`event ${eventId} does not exist`);
-      }
+      const row = await this.require(w.trx, viewerOf(accountId, caller), endpointId);
+      if (!reads(endpointScopes(row), event.type)) throw notFound(`event ${eventId} does not exist`);
       refuseDisabled(row, 'webhook_endpoint_id');
       await this.jobs.enqueue(w, [deliveryJob(accountId, endpointId, Number(event.id))]);
     });
@@ -357,8 +372,8 @@ export class WebhooksService {
     if (problem !== null) throw invalidParameter('webhook_endpoint.url', problem);
   }
 
-  private async require(db: Kysely<Database>, scope: EndpointScope, id: number): Promise<EndpointRow> {
-    const row = await findEndpoint(db, scope, id);
+  private async require(db: Kysely<Database>, viewer: EndpointViewer, id: number): Promise<EndpointRow> {
+    const row = await findEndpoint(db, viewer, id);
     if (!row) throw endpointNotFound(id);
     return row;
   }
@@ -395,32 +410,10 @@ function enabledEvents(given: readonly string[]): string[] {
   return unique;
 }
 
-/**
- * The `event_types` column: `*`, or ` type type … `. For an app's endpoint (its grant's `scopes`),
- * only the types those scopes can read, `*` becoming the list of them; none is `400`.
- */
-function eventTypesColumn(enabled: readonly string[], scopes: readonly Scope[] | null): string {
-  if (scopes === null) return enabled.includes('*') ? '*' : ` ${enabled.join(' ')} `;
-  const wanted: readonly EventType[] = enabled.includes('*') ? SUBSCRIBABLE_EVENT_TYPES : enabled.filter(isEventType);
-  const readable = wanted.filter((type) => grants(scopes, EVENT_TYPES[type].scope));
-  if (readable.length === 0) {
-    throw invalidParameter(
-      'webhook_endpoint.enabled_events',
-      `names no event type this app's scopes can read (${wanted.map((t) => `${t} needs ${EVENT_TYPES[t].scope}`).join(', ')})`,
-    );
-  }
-  return ` ${readable.join(' ')} `;
-}
-
-/**
- * The scopes an endpoint's events are narrowed by: none for an endpoint of no grant; for a grant's,
- * the token's when its own app changes it, else the grant's (an API key changing an app's endpoint
- * must not widen what the app receives).
- */
-function grantScopes(row: EndpointRow, owner: EndpointOwner): readonly Scope[] | null {
-  if (row.grant_id === null) return null;
-  if (owner.grantId === row.grant_id && owner.scopes !== null) return owner.scopes;
-  return decodeScopes(row.grant_scopes ?? '');
+/** Which endpoints a caller of the account sees: an app's token only its app's own, under its grant. */
+function viewerOf(accountId: number, caller: Caller): EndpointViewer {
+  const appId = caller.appId ?? null;
+  return { accountId, appId, grantId: appId === null ? null : caller.grantId };
 }
 
 function toEndpoint(row: EndpointRow): WebhookEndpoint {

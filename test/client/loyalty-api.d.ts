@@ -501,13 +501,13 @@ export interface paths {
         };
         /**
          * List the webhook endpoints of the account, newest first
-         * @description Keyset pages in `id` descending order, with the cursors of every list. An app's token lists only the endpoints of its own grant. Secrets are never listed.
+         * @description Keyset pages in `id` descending order, with the cursors of every list. An app's token lists only the endpoints its app made. Secrets are never listed.
          */
         get: operations["listWebhookEndpoints"];
         put?: never;
         /**
          * Add a webhook endpoint, which is sent the events it names
-         * @description The answer holds the endpoint's signing `secret`: the only time it is shown. `url`: https:// only, at most 2,048 characters, no credentials, and not a loopback, private, link-local, CGNAT, unspecified, multicast or broadcast address (`400 invalid_parameter` naming `webhook_endpoint.url`). `enabled_events`: event types, or `["*"]` for all. An endpoint made with an app's OAuth token belongs to that app's grant: it receives only the event types the token's scopes can read, and is deleted when the app is disconnected. At most 20 endpoints per account (the 21st is `400 invalid_parameter`).
+         * @description The answer holds the endpoint's signing `secret`: the only time it is shown. `url`: https:// only, at most 2,048 characters, no credentials, and not a loopback, private, link-local, CGNAT, unspecified, multicast or broadcast address, nor on port 0 or a well-known port of another protocol (22, 25, 6379, …) (`400 invalid_parameter` naming `webhook_endpoint.url`). `enabled_events`: event types, or `["*"]` for all. The endpoint receives only the event types the credential that made it can read (an API key's or an app token's scopes; `400 invalid_parameter` when none is left). One made with an app's access token belongs to that app: only the app sees it, and it is deleted when the app is disconnected. At most 20 endpoints per account (the 21st is `400 invalid_parameter`).
          */
         post: operations["createWebhookEndpoint"];
         delete?: never;
@@ -525,7 +525,7 @@ export interface paths {
         };
         /**
          * Retrieve a webhook endpoint
-         * @description An id the account does not have (another account's, or for an app's token another grant's) is `404 not_found`. The secret is never shown again.
+         * @description An id the account does not have (another account's, or for an app's token one its app did not make) is `404 not_found`. The secret is never shown again.
          */
         get: operations["getWebhookEndpoint"];
         put?: never;
@@ -539,7 +539,7 @@ export interface paths {
         head?: never;
         /**
          * Change a webhook endpoint
-         * @description Any of `url`, `description`, `enabled_events` and `status`, checked as on create. `status: disabled` stops its deliveries (pending ones wait); `status: enabled` resumes them at once.
+         * @description Any of `url`, `description`, `enabled_events` and `status`, checked as on create. `status: disabled` stops its deliveries (pending ones wait); `status: enabled` resumes them at once. Changing `url` or `enabled_events` narrows what it receives to what this credential's scopes can read too.
          */
         patch: operations["updateWebhookEndpoint"];
         trace?: never;
@@ -615,7 +615,7 @@ export interface paths {
         put?: never;
         /**
          * Send an event to a webhook endpoint again
-         * @description A new delivery of the event (`evt_…`) to the endpoint named, whatever its type and whether or not the endpoint subscribes to it, with its own retries. An event or endpoint the account does not have is `404 not_found` (an app's endpoint is sent only event types its grant can read); a disabled endpoint is `400 invalid_parameter`. Answers `202` with no body.
+         * @description A new delivery of the event (`evt_…`) to the endpoint named, whatever its type and whether or not the endpoint subscribes to it, with its own retries. An event or endpoint the account does not have is `404 not_found`, and so is an event the credential's scopes cannot read or the endpoint may not be sent, and, for an app's token, an endpoint its app did not make; a disabled endpoint is `400 invalid_parameter`. Answers `202` with no body.
          */
         post: operations["resendEvent"];
         delete?: never;
@@ -697,7 +697,7 @@ export interface webhooks {
         put?: never;
         /**
          * `customer.created`: A customer was made (create_or_update, an activity, the CLI, the console).
-         * @description Sent to every enabled endpoint whose `enabled_events` name `customer.created` or `*`; an endpoint made with an app's access token is sent it only if the app's grant holds `customer:read`. In the feed (`GET /v1/events`), a credential sees it with `event:read` and `customer:read`. The body is the event, `data` exactly as the API showed the resource at the change; verify the `webhook-signature` over the raw body before parsing it.
+         * @description Sent to every enabled endpoint whose `enabled_events` name `customer.created` or `*` and whose maker (an API key or an app's access token; not the console nor the CLI) held `customer:read`. In the feed (`GET /v1/events`), a credential sees it with `event:read` and `customer:read`. The body is the event, `data` exactly as the API showed the resource at the change; verify the `webhook-signature` over the raw body before parsing it.
          */
         post: operations["onCustomerCreated"];
         delete?: never;
@@ -717,7 +717,7 @@ export interface webhooks {
         put?: never;
         /**
          * `customer.updated`: A customer's state, name or email changed (not a balance change).
-         * @description Sent to every enabled endpoint whose `enabled_events` name `customer.updated` or `*`; an endpoint made with an app's access token is sent it only if the app's grant holds `customer:read`. In the feed (`GET /v1/events`), a credential sees it with `event:read` and `customer:read`. The body is the event, `data` exactly as the API showed the resource at the change; verify the `webhook-signature` over the raw body before parsing it.
+         * @description Sent to every enabled endpoint whose `enabled_events` name `customer.updated` or `*` and whose maker (an API key or an app's access token; not the console nor the CLI) held `customer:read`. In the feed (`GET /v1/events`), a credential sees it with `event:read` and `customer:read`. The body is the event, `data` exactly as the API showed the resource at the change; verify the `webhook-signature` over the raw body before parsing it.
          */
         post: operations["onCustomerUpdated"];
         delete?: never;
@@ -737,7 +737,7 @@ export interface webhooks {
         put?: never;
         /**
          * `customer.points_expiring`: A customer's balance expires in 14 days unless they are active before (sent once for each date it would expire).
-         * @description Sent to every enabled endpoint whose `enabled_events` name `customer.points_expiring` or `*`; an endpoint made with an app's access token is sent it only if the app's grant holds `customer:read`. In the feed (`GET /v1/events`), a credential sees it with `event:read` and `customer:read`. The body is the event, `data` exactly as the API showed the resource at the change; verify the `webhook-signature` over the raw body before parsing it.
+         * @description Sent to every enabled endpoint whose `enabled_events` name `customer.points_expiring` or `*` and whose maker (an API key or an app's access token; not the console nor the CLI) held `customer:read`. In the feed (`GET /v1/events`), a credential sees it with `event:read` and `customer:read`. The body is the event, `data` exactly as the API showed the resource at the change; verify the `webhook-signature` over the raw body before parsing it.
          */
         post: operations["onCustomerPointsExpiring"];
         delete?: never;
@@ -757,7 +757,7 @@ export interface webhooks {
         put?: never;
         /**
          * `activity.created`: An activity was recorded (not its idempotent replays), with its credits.
-         * @description Sent to every enabled endpoint whose `enabled_events` name `activity.created` or `*`; an endpoint made with an app's access token is sent it only if the app's grant holds `activity:write`. In the feed (`GET /v1/events`), a credential sees it with `event:read` and `activity:write`. The body is the event, `data` exactly as the API showed the resource at the change; verify the `webhook-signature` over the raw body before parsing it.
+         * @description Sent to every enabled endpoint whose `enabled_events` name `activity.created` or `*` and whose maker (an API key or an app's access token; not the console nor the CLI) held `activity:write`. In the feed (`GET /v1/events`), a credential sees it with `event:read` and `activity:write`. The body is the event, `data` exactly as the API showed the resource at the change; verify the `webhook-signature` over the raw body before parsing it.
          */
         post: operations["onActivityCreated"];
         delete?: never;
@@ -777,7 +777,7 @@ export interface webhooks {
         put?: never;
         /**
          * `points_transaction.created`: A ledger entry was written (credit, deduction, purchase, adjustment), with the customer after it.
-         * @description Sent to every enabled endpoint whose `enabled_events` name `points_transaction.created` or `*`; an endpoint made with an app's access token is sent it only if the app's grant holds `points_transaction:read`. In the feed (`GET /v1/events`), a credential sees it with `event:read` and `points_transaction:read`. The body is the event, `data` exactly as the API showed the resource at the change; verify the `webhook-signature` over the raw body before parsing it.
+         * @description Sent to every enabled endpoint whose `enabled_events` name `points_transaction.created` or `*` and whose maker (an API key or an app's access token; not the console nor the CLI) held `points_transaction:read`. In the feed (`GET /v1/events`), a credential sees it with `event:read` and `points_transaction:read`. The body is the event, `data` exactly as the API showed the resource at the change; verify the `webhook-signature` over the raw body before parsing it.
          */
         post: operations["onPointsTransactionCreated"];
         delete?: never;
@@ -797,7 +797,7 @@ export interface webhooks {
         put?: never;
         /**
          * `customer.vip_tier_changed`: A customer's VIP tier changed, for any reason.
-         * @description Sent to every enabled endpoint whose `enabled_events` name `customer.vip_tier_changed` or `*`; an endpoint made with an app's access token is sent it only if the app's grant holds `customer:read`. In the feed (`GET /v1/events`), a credential sees it with `event:read` and `customer:read`. The body is the event, `data` exactly as the API showed the resource at the change; verify the `webhook-signature` over the raw body before parsing it.
+         * @description Sent to every enabled endpoint whose `enabled_events` name `customer.vip_tier_changed` or `*` and whose maker (an API key or an app's access token; not the console nor the CLI) held `customer:read`. In the feed (`GET /v1/events`), a credential sees it with `event:read` and `customer:read`. The body is the event, `data` exactly as the API showed the resource at the change; verify the `webhook-signature` over the raw body before parsing it.
          */
         post: operations["onCustomerVipTierChanged"];
         delete?: never;
@@ -817,7 +817,7 @@ export interface webhooks {
         put?: never;
         /**
          * `points_purchase.created`: Points were spent on a points product, with the fulfillment issued.
-         * @description Sent to every enabled endpoint whose `enabled_events` name `points_purchase.created` or `*`; an endpoint made with an app's access token is sent it only if the app's grant holds `points_purchase:write`. In the feed (`GET /v1/events`), a credential sees it with `event:read` and `points_purchase:write`. The body is the event, `data` exactly as the API showed the resource at the change; verify the `webhook-signature` over the raw body before parsing it.
+         * @description Sent to every enabled endpoint whose `enabled_events` name `points_purchase.created` or `*` and whose maker (an API key or an app's access token; not the console nor the CLI) held `points_purchase:write`. In the feed (`GET /v1/events`), a credential sees it with `event:read` and `points_purchase:write`. The body is the event, `data` exactly as the API showed the resource at the change; verify the `webhook-signature` over the raw body before parsing it.
          */
         post: operations["onPointsPurchaseCreated"];
         delete?: never;
@@ -837,7 +837,7 @@ export interface webhooks {
         put?: never;
         /**
          * `reward_fulfillment.created`: A reward fulfillment (a code) was issued.
-         * @description Sent to every enabled endpoint whose `enabled_events` name `reward_fulfillment.created` or `*`; an endpoint made with an app's access token is sent it only if the app's grant holds `reward_fulfillment:read`. In the feed (`GET /v1/events`), a credential sees it with `event:read` and `reward_fulfillment:read`. The body is the event, `data` exactly as the API showed the resource at the change; verify the `webhook-signature` over the raw body before parsing it.
+         * @description Sent to every enabled endpoint whose `enabled_events` name `reward_fulfillment.created` or `*` and whose maker (an API key or an app's access token; not the console nor the CLI) held `reward_fulfillment:read`. In the feed (`GET /v1/events`), a credential sees it with `event:read` and `reward_fulfillment:read`. The body is the event, `data` exactly as the API showed the resource at the change; verify the `webhook-signature` over the raw body before parsing it.
          */
         post: operations["onRewardFulfillmentCreated"];
         delete?: never;
@@ -857,7 +857,7 @@ export interface webhooks {
         put?: never;
         /**
          * `reward_fulfillment.updated`: A fulfillment's status or usage changed.
-         * @description Sent to every enabled endpoint whose `enabled_events` name `reward_fulfillment.updated` or `*`; an endpoint made with an app's access token is sent it only if the app's grant holds `reward_fulfillment:read`. In the feed (`GET /v1/events`), a credential sees it with `event:read` and `reward_fulfillment:read`. The body is the event, `data` exactly as the API showed the resource at the change; verify the `webhook-signature` over the raw body before parsing it.
+         * @description Sent to every enabled endpoint whose `enabled_events` name `reward_fulfillment.updated` or `*` and whose maker (an API key or an app's access token; not the console nor the CLI) held `reward_fulfillment:read`. In the feed (`GET /v1/events`), a credential sees it with `event:read` and `reward_fulfillment:read`. The body is the event, `data` exactly as the API showed the resource at the change; verify the `webhook-signature` over the raw body before parsing it.
          */
         post: operations["onRewardFulfillmentUpdated"];
         delete?: never;
@@ -877,7 +877,7 @@ export interface webhooks {
         put?: never;
         /**
          * `referral.created`: A friend was referred with a member's code (the friend's reward issued with it).
-         * @description Sent to every enabled endpoint whose `enabled_events` name `referral.created` or `*`; an endpoint made with an app's access token is sent it only if the app's grant holds `referral:read`. In the feed (`GET /v1/events`), a credential sees it with `event:read` and `referral:read`. The body is the event, `data` exactly as the API showed the resource at the change; verify the `webhook-signature` over the raw body before parsing it.
+         * @description Sent to every enabled endpoint whose `enabled_events` name `referral.created` or `*` and whose maker (an API key or an app's access token; not the console nor the CLI) held `referral:read`. In the feed (`GET /v1/events`), a credential sees it with `event:read` and `referral:read`. The body is the event, `data` exactly as the API showed the resource at the change; verify the `webhook-signature` over the raw body before parsing it.
          */
         post: operations["onReferralCreated"];
         delete?: never;
@@ -897,7 +897,7 @@ export interface webhooks {
         put?: never;
         /**
          * `referral.completed`: A referred friend completed a qualifying order: the referral completed (the sender's reward issued with it).
-         * @description Sent to every enabled endpoint whose `enabled_events` name `referral.completed` or `*`; an endpoint made with an app's access token is sent it only if the app's grant holds `referral:read`. In the feed (`GET /v1/events`), a credential sees it with `event:read` and `referral:read`. The body is the event, `data` exactly as the API showed the resource at the change; verify the `webhook-signature` over the raw body before parsing it.
+         * @description Sent to every enabled endpoint whose `enabled_events` name `referral.completed` or `*` and whose maker (an API key or an app's access token; not the console nor the CLI) held `referral:read`. In the feed (`GET /v1/events`), a credential sees it with `event:read` and `referral:read`. The body is the event, `data` exactly as the API showed the resource at the change; verify the `webhook-signature` over the raw body before parsing it.
          */
         post: operations["onReferralCompleted"];
         delete?: never;
@@ -1587,7 +1587,7 @@ export interface components {
             url: string;
             /** @description What the merchant calls it; "" when none */
             description: string;
-            /** @description The event types sent to it, or `["*"]` for all. An app's endpoint receives only the types its grant's scopes can read, whatever it names. */
+            /** @description The event types sent to it, or `["*"]` for all. It receives only the types the scopes of the credential that made it can read, whatever it names. */
             enabled_events: string[];
             /**
              * @description Disabled endpoints are sent nothing; their pending deliveries wait
@@ -1629,7 +1629,7 @@ export interface components {
             url: string;
             /** @description What the merchant calls it; "" when none */
             description: string;
-            /** @description The event types sent to it, or `["*"]` for all. An app's endpoint receives only the types its grant's scopes can read, whatever it names. */
+            /** @description The event types sent to it, or `["*"]` for all. It receives only the types the scopes of the credential that made it can read, whatever it names. */
             enabled_events: string[];
             /**
              * @description Disabled endpoints are sent nothing; their pending deliveries wait
@@ -11019,7 +11019,7 @@ export interface operations {
                  */
                 "application/json": {
                     webhook_endpoint: {
-                        /** @description https:// only, at most 2,048 characters, no credentials; its host may not be a loopback, private, link-local, CGNAT, unspecified, multicast or broadcast address */
+                        /** @description https:// only, at most 2,048 characters, no credentials; its host may not be a loopback, private, link-local, CGNAT, unspecified, multicast or broadcast address (IPv4-compatible IPv6 forms included), nor its port 0 or a well-known port of another protocol (22, 25, 6379, …: see the docs) */
                         url: string;
                         /** @description What to call it (default "") */
                         description?: string;
@@ -12118,7 +12118,7 @@ export interface operations {
                  */
                 "application/json": {
                     webhook_endpoint: {
-                        /** @description https:// only, at most 2,048 characters, no credentials; its host may not be a loopback, private, link-local, CGNAT, unspecified, multicast or broadcast address */
+                        /** @description https:// only, at most 2,048 characters, no credentials; its host may not be a loopback, private, link-local, CGNAT, unspecified, multicast or broadcast address (IPv4-compatible IPv6 forms included), nor its port 0 or a well-known port of another protocol (22, 25, 6379, …: see the docs) */
                         url?: string;
                         /** @description What to call it (default "") */
                         description?: string;

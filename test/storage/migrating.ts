@@ -12,6 +12,8 @@ export interface MigratingDatabase {
   db: Db;
   /** Runs statements as the migrator does: on SQLite on the writing connection itself (src/storage/migrator.ts). */
   kysely: Kysely<Database>;
+  /** Runs the migration itself, then every one after it. */
+  migrateRest(): Promise<void>;
 }
 
 /** A new, empty database migrated up to `name`, not including it. Close `db` and drop `database` after. */
@@ -24,8 +26,10 @@ export async function migratedBefore(name: string): Promise<MigratingDatabase> {
         dialect: new SqliteDialect({ database: { prepare: (text) => writer.prepare(text), close: () => {} } }),
       })
     : db.kysely;
-  for (const earlier of Object.keys(migrations).sort()) {
-    if (earlier < name) await migrations[earlier]!.up(kysely as never);
-  }
-  return { database, db, kysely };
+  const names = Object.keys(migrations).sort();
+  for (const earlier of names.filter((n) => n < name)) await migrations[earlier]!.up(kysely as never);
+  const migrateRest = async () => {
+    for (const later of names.filter((n) => n >= name)) await migrations[later]!.up(kysely as never);
+  };
+  return { database, db, kysely, migrateRest };
 }

@@ -127,6 +127,8 @@ describe('webhook deliveries', () => {
       secret?: string;
       previous?: { secret: string; expiresAt: number };
       status?: 'enabled' | 'disabled';
+      /** The scopes of the credential that made it (null: the merchant's, not narrowed). */
+      scopes?: string | null;
     } = {},
   ): Promise<{ id: number; secret: string }> {
     const secret = options.secret ?? newWebhookSecret();
@@ -143,6 +145,7 @@ describe('webhook deliveries', () => {
         previous_secret: options.previous ? await secrets.seal(accountId, options.previous.secret) : null,
         previous_secret_expires_at: options.previous?.expiresAt ?? null,
         failing_since: null,
+        scopes: options.scopes ?? null,
         created_at: clock.now(),
         updated_at: clock.now(),
       })
@@ -153,13 +156,14 @@ describe('webhook deliveries', () => {
 
   async function event(
     data: object = { customer: { id: 1, name: 'Zoë 🎉', email: 'zoe@example.com' } },
+    type = 'customer.created',
   ): Promise<EventRow> {
     return test.db.kysely
       .insertInto('events')
       .values({
         public_id: newEventId(),
         account_id: accountId,
-        type: 'customer.created',
+        type,
         data: JSON.stringify(data),
         created_at: clock.now(),
       })
@@ -408,7 +412,8 @@ describe('webhook deliveries', () => {
     await enqueue([await event()], hook.id);
     await runner(deliverer({ webhookAllowPrivateNetworks: false })).runDue();
     expect((await attempts(hook.id))[0]!.error).toBe(
-      'refused: the URL 127.0.0.1 is a loopback address, which webhooks may not reach',
+      'refused: the URL 127.0.0.1 is a loopback address, which webhooks may not reach ' +
+        '(WEBHOOK_ALLOW_PRIVATE_NETWORKS=true allows it, for tests and private deployments only)',
     );
     expect(target.connections).toBe(0);
   });
@@ -630,6 +635,24 @@ describe('webhook deliveries', () => {
     expect(await run.runDue()).toBe(2);
     expect(await jobRows()).toHaveLength(1);
     expect(target.received).toEqual([]);
+  });
+
+  it('never sends an endpoint a type the credential that made it cannot read, however the delivery was queued', async () => {
+    const target = await receiver();
+    // Made by a credential holding customer:read only, subscribed to everything (`*`), with
+    // deliveries queued for it as a fan-out before issue 49 queued them.
+    const narrowed = await endpoint(target.url, { scopes: 'webhook_endpoint:write customer:read' });
+    const readable = await event();
+    const ledger = await event(
+      { points_transaction: { id: 7 }, customer: { email: 'zoe@example.com' } },
+      'points_transaction.created',
+    );
+    await enqueue([readable, ledger], narrowed.id);
+    const run = runner(deliverer());
+    expect(await run.runDue()).toBe(2);
+    expect(await jobRows()).toEqual([]);
+    expect(target.received.map((r) => r.headers['webhook-id'])).toEqual([readable.public_id]);
+    expect((await attempts(narrowed.id)).map((a) => Number(a.event_id))).toEqual([Number(readable.id)]);
   });
 
   it("reports attempts by outcome, deliveries pending, the oldest one's age and endpoints disabled", async () => {

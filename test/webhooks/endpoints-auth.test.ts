@@ -10,9 +10,12 @@ import { expectError } from '../helpers/contract.js';
 let endpointId = 0;
 let eventId = '';
 
+// A's endpoint is made by A's app (with a token `loyalty tokens issue` made, as A's access token
+// is), so both of A's credentials may reach it: the API key (the merchant's) and the app's token.
 const seed = async (t: TestApp, a: Tenant) => {
+  const app = await t.services.apps.requireByClientId(a.clientId);
   const endpoint = await t.services.webhooks.create(
-    { accountId: a.accountId, grantId: null, scopes: null },
+    { accountId: a.accountId, appId: app.id, grantId: null, scopes: null },
     {
       url: 'https://receiver.example/a',
       enabled_events: ['*'],

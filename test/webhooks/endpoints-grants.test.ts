@@ -4,11 +4,13 @@ import { UnitOfWork } from '../../src/storage/unit-of-work.js';
 import { WEBHOOK_DELIVERY_QUEUE } from '../../src/webhooks/service.js';
 import { bearer, createTestApp, type TestApp } from '../helpers/app.js';
 import { expectError } from '../helpers/contract.js';
+import { requestsOfEndpoint } from '../helpers/webhook-routes.js';
 import { authorize, exchange, type OAuthFixture, postForm, setupOAuth } from '../oauth/helpers.js';
 
 // An app's endpoints: made with an OAuth token issued under a grant, they receive only what the
 // grant's scopes can read, are seen and changed only by that app (and the merchant), and are
-// deleted, with their pending deliveries, whenever the grant is revoked.
+// deleted, with their pending deliveries, whenever the grant is revoked. (A token the CLI issued
+// is held to the same rules: endpoints-owners.test.ts.)
 
 interface Tokens {
   access_token: string;
@@ -126,17 +128,8 @@ describe("an app's webhook endpoints", () => {
     expect(all.webhook_endpoints.map((e: { id: number }) => e.id)).toEqual([merchants.id, mine.id]);
 
     // The merchant's endpoint is not the app's to read, re-point or resend to (it receives `*`).
-    const path = `/v1/webhook_endpoints/${merchants.id}`;
     const ping = await t.services.webhooks.sendTest(f.accountId, merchants.id);
-    for (const [method, url, payload] of [
-      ['GET', path, undefined],
-      ['PATCH', path, { webhook_endpoint: { url: 'https://attacker.example/' } }],
-      ['DELETE', path, undefined],
-      ['POST', `${path}/rotate_secret`, undefined],
-      ['POST', `${path}/test`, undefined],
-      ['GET', `${path}/deliveries`, undefined],
-      ['POST', `/v1/events/${ping.id}/resend`, { webhook_endpoint_id: merchants.id }],
-    ] as const) {
+    for (const [method, url, payload] of requestsOfEndpoint(merchants.id, ping.id)) {
       expectError(await send(method, url, tokens.access_token, payload), 'not_found');
     }
     expect((await row(merchants.id))?.url).toBe('https://app.example/hooks');
@@ -203,15 +196,5 @@ describe("an app's webhook endpoints", () => {
     expect(await row(replayed.id)).toBeDefined();
     expect((await refresh()).statusCode).toBe(400);
     expect(await row(replayed.id)).toBeUndefined();
-  });
-
-  it('treats a token the CLI issued (no grant) as the merchant: nothing narrowed, nothing tied to a grant', async () => {
-    const token = await t.services.auth.issueAccessToken({
-      accountId: f.accountId,
-      clientId: f.clientId,
-      scopes: ['webhook_endpoint:write'],
-    });
-    const endpoint = (await create(token.access_token, ['*'])).json().webhook_endpoint;
-    expect(await row(endpoint.id)).toMatchObject({ grant_id: null, event_types: '*' });
   });
 });

@@ -272,6 +272,67 @@ describe('webhook endpoints', () => {
     }
   });
 
+  it('refuses the deprecated IPv4-compatible IPv6 forms and refused ports, naming webhook_endpoint.url', async () => {
+    const refuses = async (url: string, message: RegExp) => {
+      const response = await send('POST', '/v1/webhook_endpoints', endpointBody({ url }));
+      const error = expectError(response, 'invalid_parameter');
+      expect(error.details, url).toEqual([{ field: 'webhook_endpoint.url', message: expect.stringMatching(message) }]);
+    };
+    for (const url of [
+      'https://[::127.0.0.1]/',
+      'https://[::7f00:1]/',
+      'https://[0:0:0:0:0:0:127.0.0.1]/',
+      'https://[::10.0.0.1]/',
+      'https://[::169.254.169.254]/',
+    ]) {
+      await refuses(
+        url,
+        /IPv4-compatible IPv6 address \(deprecated\), of [\d.]+, an? .*, which webhooks may not reach/,
+      );
+    }
+    // Whatever it embeds: the form is deprecated, and some stacks connect to it as that IPv4 address.
+    await refuses('https://[::8.8.8.8]/', /IPv4-compatible IPv6 address \(deprecated\), which webhooks/);
+    await refuses('https://[::ffff:169.254.169.254]/', /^::ffff:a9fe:a9fe is a link-local address/);
+    for (const port of ['0', '22', '25', '6379', '11211', '10080']) {
+      await refuses(`https://receiver.example:${port}/hooks`, new RegExp(`^must not use port ${port}:`));
+    }
+    const before = await counts(t);
+    expect(before.endpoints).toBe(0);
+    // Other ports serve HTTP; the default ones are no port at all to the URL.
+    for (const url of [
+      'https://receiver.example:8443/hooks',
+      'https://receiver.example:443/',
+      'https://[::ffff:8.8.8.8]/',
+    ]) {
+      expect((await send('POST', '/v1/webhook_endpoints', endpointBody({ url }))).statusCode, url).toBe(201);
+    }
+  });
+
+  it('says which refusals WEBHOOK_ALLOW_PRIVATE_NETWORKS=true lifts; it lifts no refused port', async () => {
+    const hint = '(WEBHOOK_ALLOW_PRIVATE_NETWORKS=true allows';
+    for (const url of [
+      'https://127.0.0.1/',
+      'https://[::1]/',
+      'https://10.0.0.1/',
+      'https://localhost/',
+      'http://receiver.example/',
+    ]) {
+      const response = await send('POST', '/v1/webhook_endpoints', endpointBody({ url }));
+      expect(expectError(response, 'invalid_parameter').message, url).toContain(hint);
+    }
+    for (const url of ['https://receiver.example:22/', 'ftp://receiver.example/', 'https://u:p@receiver.example/']) {
+      const response = await send('POST', '/v1/webhook_endpoints', endpointBody({ url }));
+      expect(expectError(response, 'invalid_parameter').message, url).not.toContain(hint);
+    }
+    await t.close();
+    t = await createTestApp({ WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' });
+    a = await createTenant(t.services, 'Private deployment');
+    for (const url of ['http://127.0.0.1:0/', 'http://127.0.0.1:6379/', 'https://[::127.0.0.1]:22/']) {
+      const response = await send('POST', '/v1/webhook_endpoints', endpointBody({ url }));
+      expect(expectError(response, 'invalid_parameter').message, url).toMatch(/must not use port/);
+    }
+  });
+
   it('refuses the 21st endpoint of an account, and counts per account', async () => {
     for (let i = 0; i < 20; i++) await create({ url: `https://receiver.example/${i}` });
     const before = await counts(t);

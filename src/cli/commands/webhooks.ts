@@ -11,7 +11,7 @@ interface FieldOptions {
   status?: string;
 }
 
-/** The account's own endpoint (not an app's grant): what the merchant's command line makes. */
+/** The account's own endpoint (no app's, nothing narrowed): what the merchant's command line makes. */
 const merchant = (account: string): EndpointOwner => ({
   accountId: parseId(account, 'account'),
   grantId: null,

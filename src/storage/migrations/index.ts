@@ -24,6 +24,7 @@ import * as imports from './2026-11-27T1400-imports.js';
 import * as importUploads from './2026-11-27T1500-import-uploads.js';
 import * as listIndexes from './2026-11-27T1600-list-indexes.js';
 import * as vipPlacements from './2026-11-28T0000-vip-placements.js';
+import * as webhookEndpointOwners from './2026-11-28T0100-webhook-endpoint-owners.js';
 import * as openingBalances from './2026-11-29T0000-opening-balances.js';
 import * as referralMailboxes from './2026-11-29T0100-referral-mailboxes.js';
 import * as serverSettings from './2026-11-29T0200-server-settings.js';
@@ -55,6 +56,7 @@ export const migrations: Record<string, Migration> = {
   '2026-11-27T1500-import-uploads': importUploads,
   '2026-11-27T1600-list-indexes': listIndexes,
   '2026-11-28T0000-vip-placements': vipPlacements,
+  '2026-11-28T0100-webhook-endpoint-owners': webhookEndpointOwners,
   '2026-11-29T0000-opening-balances': openingBalances,
   '2026-11-29T0100-referral-mailboxes': referralMailboxes,
   '2026-11-29T0200-server-settings': serverSettings,
