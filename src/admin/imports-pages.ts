@@ -22,8 +22,6 @@ import { hide, postWithId, refuseForm, sendPage, typed, withId } from './pages.j
 // the import run by the job runner with its progress read from the database (a reload shows how
 // far it got, on any node), its refused rows as a CSV; and every export as a download.
 
-/** How often a running import's page reloads itself. */
-const REFRESH_SECONDS = 2;
 /** Refused rows shown on a run's page (all of them are in its CSV). */
 const REFUSALS_SHOWN = 50;
 /** Refused rows read per statement for the CSV. */
@@ -188,7 +186,6 @@ const importsPages: FastifyPluginAsyncTypebox = async (app) => {
       title: `Import of ${run.fileName}`,
       run,
       refusals: await imports.refusals(run.id!, 0, REFUSALS_SHOWN),
-      ...(run.status === 'running' ? { refreshSeconds: REFRESH_SECONDS } : {}),
     });
   });
 

@@ -708,3 +708,12 @@ describe('the earning rules list', () => {
     expect(row('Bound')).not.toContain('Never credits');
   });
 });
+
+describe('the activity types page', () => {
+  it('names the field the API reads the token from: activity.token (issue 49)', async () => {
+    const browser = await signedIn(t, merchant);
+    const page = (await browser.get('/admin/activity-types')).body;
+    expect(page).toContain('<code>activity.token</code>');
+    expect(page).not.toContain('<code>activity_token</code>');
+  });
+});

@@ -58,6 +58,18 @@ async function imported(name: string, content: string, fields: Record<string, st
 }
 
 describe('the console’s imports (issue 49)', () => {
+  it('shows a running import without reloading itself (axe: meta-refresh), with a link that shows the progress', async () => {
+    const uploaded = await upload('running.csv', 'email\nrun1@x.example\n');
+    const mapping = uploaded.headers.location as string;
+    const started = await browser.submit(mapping, { 'mapping.0': 'email' });
+    expect(started.statusCode, started.body).toBe(303);
+    const runPath = started.headers.location as string;
+    const page = await browser.get(runPath);
+    expect(page.body).toContain('Running:');
+    expect(page.body).not.toContain('http-equiv');
+    expect(page.body).toContain(`<a href="${runPath}">Show the progress now</a>`);
+  });
+
   it('refuses a stray quote by its line, and reads the lines after it', async () => {
     const { run, page } = await imported(
       'q.csv',
