@@ -19,7 +19,10 @@ import { errorResponse } from './schemas.js';
  * console's pages are for people, so neither is concerned.
  */
 export function registerStrictInput(app: FastifyInstance): void {
-  app.addHook('onRequest', refuseNulInUrl);
+  app.addHook('onRoute', (route) => {
+    // The referral landing page answers anything that is not a code with its 404 page.
+    if (!route.url?.startsWith('/r/')) route.onRequest = [refuseNulInUrl as OnRequestHook, ...hooksOf(route.onRequest)];
+  });
   app.addHook('onRoute', (route) => {
     if (!route.url?.startsWith('/v1/')) return;
     const check = strictInputCheck(app, route);
@@ -69,7 +72,7 @@ const refuseUntakenBody: Hook = (request, _reply, done) => {
 
 /**
  * A NUL character in a query or path parameter, on every route (the API, the OAuth endpoints, the
- * console's searches): `400 invalid_parameter` naming it. PostgreSQL cannot hold NUL in text and
+ * console's searches) but the referral landing page: `400 invalid_parameter` naming it. PostgreSQL cannot hold NUL in text and
  * failed such a search with an error where SQLite answered an empty list; no stored value holds
  * one (bodies refuse it by schema), so it is refused before either engine is asked, and the same
  * request gets the same answer on both. Only a URL that spells `%00` is searched.
