@@ -208,7 +208,10 @@ export class ImportsService {
     const refusals: { line: number; message: string }[] = [];
     const rows = readCsv(createReadStream(path), {
       rename: options.rename ?? new Map(),
-      onHeader: (header) => checkHeader(header.columns),
+      onHeader: (header) => {
+        checkRenames(header.names, options.rename ?? new Map());
+        checkHeader(header.columns);
+      },
     });
     await this.failOnError(run, async () =>
       this.readRows(run, rows, Number.POSITIVE_INFINITY, (batch) => {
@@ -816,6 +819,27 @@ function countResults(results: readonly Result[], end: CsvPosition | undefined):
     } else counts[result.outcome]++;
   }
   return { counts, refusals, end };
+}
+
+/**
+ * Refuses a `--map 'Old=new'` whose old name is no column of the file (a typo would otherwise map
+ * nothing, silently) or whose new name is no column the import reads (the column would be ignored).
+ */
+function checkRenames(names: readonly string[], rename: ReadonlyMap<string, string>): void {
+  for (const [from, to] of rename) {
+    if (!names.includes(from)) {
+      throw invalidParameter(
+        'map',
+        `names "${from}", which is not a column of the file (its columns: ${names.filter((n) => n !== '').join(', ')})`,
+      );
+    }
+    if (to !== '' && !(IMPORT_COLUMNS as readonly string[]).includes(to)) {
+      throw invalidParameter(
+        'map',
+        `maps "${from}" to "${to}", which the import does not read (it reads: ${IMPORT_COLUMNS.join(', ')})`,
+      );
+    }
+  }
 }
 
 /** Refuses a file whose header (after --map) has no email column. */

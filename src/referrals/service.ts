@@ -101,9 +101,13 @@ export class ReferralsService {
   async create(w: Work, accountId: number, input: ReferralInput): Promise<Referral> {
     const program = await this.settings.programIn(w, accountId);
     if (!program || !isRunning(program)) throw inactive(program);
-    if ((input.referral_code === undefined) === (input.sender_customer_id === undefined)) {
-      const field = input.referral_code === undefined ? 'referral.referral_code' : 'referral.sender_customer_id';
-      throw invalidParameter(field, 'is required: send exactly one of referral_code and sender_customer_id');
+    const choice = 'send exactly one of referral_code and sender_customer_id';
+    if (input.referral_code === undefined && input.sender_customer_id === undefined) {
+      throw invalidParameter('referral.referral_code', `is required: ${choice}`);
+    }
+    if (input.referral_code !== undefined && input.sender_customer_id !== undefined) {
+      // As an activity's customer_id and customer_email: the second one sent is the one refused.
+      throw invalidParameter('referral.sender_customer_id', `must not be sent with referral_code: ${choice}`);
     }
     const senderId = await this.senderOf(w, accountId, input);
     // The sender stays locked to the end: their referrals are counted against the limit one at a time.

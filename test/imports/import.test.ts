@@ -163,6 +163,19 @@ describe('loyalty import customers', () => {
     expect((await snapshot()).customers).toEqual([]);
   });
 
+  it('refuses a --map naming a column the file does not have, or one the import does not read (issue 49)', async () => {
+    const path = file('mapped.csv', 'Mail,Points\na@example.com,5\n');
+    const typo = await fails(['import', 'customers', '--account', account, '--file', path, '--map', 'Mial=email']);
+    expect(typo).toMatchObject({ code: 'invalid_parameter', details: [{ field: 'map' }] });
+    expect(typo.message).toContain('names "Mial", which is not a column of the file (its columns: Mail, Points)');
+    const unread = await fails([
+      ...['import', 'customers', '--account', account, '--file', path],
+      ...['--map', 'Mail=email', '--map', 'Points=points'],
+    ]);
+    expect(unread.message).toContain('maps "Points" to "points", which the import does not read');
+    expect((await snapshot()).customers).toEqual([]);
+  });
+
   it('shows a progress bar on stderr and the summary as text without --json', async () => {
     const path = file('few.csv', 'email,points_balance\na@example.com,5\nbad,1\n');
     const result = await loyalty(['import', 'customers', '--account', account, '--file', path], env);

@@ -402,3 +402,25 @@ describe('POST /v1/referrals: what the refusals leave possible', () => {
     expect(again.body).toBe(first.body);
   });
 });
+
+describe('POST /v1/referrals: exactly one sender (issue 49)', () => {
+  it('says a sender id sent with a code must not be sent, not that it "is required"; and a missing one is', async () => {
+    const both = expectError(
+      await refer(t, a, { ...byCode(FRIEND), sender_customer_id: jane.id }),
+      'invalid_parameter',
+    );
+    expect(both.details).toEqual([
+      {
+        field: 'referral.sender_customer_id',
+        message: 'must not be sent with referral_code: send exactly one of referral_code and sender_customer_id',
+      },
+    ]);
+    const neither = expectError(await refer(t, a, { receiver_customer_email: FRIEND }), 'invalid_parameter');
+    expect(neither.details).toEqual([
+      {
+        field: 'referral.referral_code',
+        message: 'is required: send exactly one of referral_code and sender_customer_id',
+      },
+    ]);
+  });
+});
