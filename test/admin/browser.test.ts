@@ -8,6 +8,7 @@ import { SECTIONS } from '../../src/admin/views.js';
 import { createTestDatabaseUrl, type TestDatabaseUrl, testEngine } from '../helpers/app.js';
 import {
   axeFailures,
+  brokenWords,
   launchChromium,
   overflowAt375,
   chromiumRunnable as runnable,
@@ -313,6 +314,7 @@ describe.runIf(runnable)(`the merchant console in a real browser (Chromium, serv
     const failures: string[] = [];
     const check = async (label: string) => {
       failures.push(...(await overflowAt375(page)).map((problem) => `${label}: ${problem}`));
+      failures.push(...(await brokenWords(page)).map((problem) => `${label}: ${problem}`));
       await page.screenshot({
         path: join(ARTIFACTS, `phone-${label.replace(/[^a-z0-9]+/gi, '-')}.png`),
         fullPage: true,
@@ -323,6 +325,15 @@ describe.runIf(runnable)(`the merchant console in a real browser (Chromium, serv
       expect(new URL(page.url()).pathname, path).toBe(path);
       await check(path);
     }
+    // On a laptop's screen too, no word is broken (issue 49: "NAM E", "Re vok e" at 1280 px).
+    const laptop = await (browser as Browser).newContext({ viewport: { width: 1280, height: 800 } });
+    await laptop.addCookies(await context.cookies());
+    const wide = await laptop.newPage();
+    for (const path of pages) {
+      await wide.goto(`${base()}${path}`);
+      failures.push(...(await brokenWords(wide)).map((problem) => `${path} at 1280 px: ${problem}`));
+    }
+    await laptop.close();
     // Pages in other states: a refused form with its summary, the variable kinds' fields shown.
     await page.goto(`${base()}/admin/earning-rules/new`);
     await page.getByLabel('Variable: points per amount spent (such as 5 per $1)').check();

@@ -87,6 +87,33 @@ export async function overflowAt375(page: Page): Promise<string[]> {
 }
 
 /**
+ * The words of the page's tables, buttons and navigation broken across lines ("NAM E", "Re vok e"),
+ * each as a problem; emails, codes, URLs and keys may break, as they must to fit.
+ */
+export async function brokenWords(page: Page): Promise<string[]> {
+  return page.evaluate(() => {
+    const problems: string[] = [];
+    for (const container of Array.from(document.body.querySelectorAll('caption, th, td, button, nav'))) {
+      const walker = document.createTreeWalker(container, NodeFilter.SHOW_TEXT);
+      for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+        const text = node.textContent ?? '';
+        // A word: what a line may not break inside (a hyphen or a slash may end a line).
+        for (const match of text.matchAll(/[^\s/-]+/g)) {
+          // Emails, codes, URLs and keys may break, as they must to fit: long, or machine-made.
+          if (match[0].length > 24 || /[?=&.:@_]/.test(match[0])) continue;
+          const range = document.createRange();
+          range.setStart(node, match.index ?? 0);
+          range.setEnd(node, (match.index ?? 0) + match[0].length);
+          const lines = new Set(Array.from(range.getClientRects(), (rect) => Math.round(rect.top)));
+          if (lines.size > 1) problems.push(`"${match[0]}" is broken across ${lines.size} lines`);
+        }
+      }
+    }
+    return problems;
+  });
+}
+
+/**
  * The serious and critical axe-core violations of the page as it is, each a line starting with
  * `label`. axe is injected as a script: the page's context must bypass the console's CSP.
  */
@@ -125,6 +152,7 @@ export async function phoneProblems(
     const at = `${new URL(small.url()).pathname}${new URL(small.url()).search}`;
     if (at !== path) problems.push(`${path}: ended at ${at}`);
     problems.push(...(await overflowAt375(small)).map((problem) => `${path}: ${problem}`));
+    problems.push(...(await brokenWords(small)).map((problem) => `${path}: ${problem}`));
     await small.screenshot({ path: `${shots}-phone${path.replace(/[^a-z0-9]+/gi, '-')}.png`, fullPage: true });
   }
   await phone.close();
