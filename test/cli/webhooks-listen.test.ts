@@ -2,6 +2,8 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it } from 'vitest';
+import { loyalty } from '../helpers/cli.js';
+import { createTestDatabase } from '../helpers/database.js';
 import { ROOT } from '../helpers/server-process.js';
 import { eventually } from '../helpers/wait.js';
 
@@ -50,6 +52,34 @@ describe('loyalty webhooks listen', () => {
       'webhook-signature': new Webhook(secret).sign(id, timestamp, body),
     };
   };
+
+  it('suggests a command that works as printed (issue 49: it failed without WEBHOOK_ALLOW_PRIVATE_NETWORKS)', async () => {
+    const receiver = await listen();
+    const line = receiver
+      .stderr()
+      .split('\n')
+      .find((l) => l.includes('webhooks create'));
+    const suggested = /^\s*((?:[A-Z_]+=\S+ )*)npx loyalty (.+)$/.exec(line ?? '');
+    expect(suggested, receiver.stderr()).not.toBeNull();
+    const database = await createTestDatabase();
+    try {
+      const env = { DATABASE_URL: database.url };
+      const account = (await loyalty(['accounts', 'create', '--name', 'Listening', '--json'], env)).json().id;
+      const vars = Object.fromEntries(
+        suggested![1]!
+          .trim()
+          .split(' ')
+          .filter(Boolean)
+          .map((pair) => pair.split('=') as [string, string]),
+      );
+      const args = suggested![2]!.replace('--account ID', `--account ${account}`).split(' ');
+      const made = await loyalty([...args, '--json'], { ...env, ...vars });
+      expect(made.code, made.stderr).toBe(0);
+      expect(made.json().webhook_endpoint.url).toBe(receiver.url);
+    } finally {
+      await database.drop();
+    }
+  });
 
   it('prints a verified delivery and answers 204; refuses a changed body with 400', async () => {
     const receiver = await listen();

@@ -75,9 +75,13 @@ export function addWebhooksListenCommand(webhooks: Command): void {
       });
       const bound = (server.address() as AddressInfo).port;
       const host = opts.host.includes(':') ? `[${opts.host}]` : opts.host;
+      // The command it suggests must work as printed: an http:// loopback URL is refused at save
+      // unless WEBHOOK_ALLOW_PRIVATE_NETWORKS=true, and the server needs it too to deliver here.
       process.stderr.write(
-        `listening for webhooks at http://${host}:${bound}/ (point an endpoint there: ` +
-          `loyalty webhooks create --account ID --url http://${host}:${bound}/); Ctrl-C stops\n`,
+        `listening for webhooks at http://${host}:${bound}/ ; Ctrl-C stops\n` +
+          `point an endpoint there (with the server started with WEBHOOK_ALLOW_PRIVATE_NETWORKS=true, for tests ` +
+          `only):\n  WEBHOOK_ALLOW_PRIVATE_NETWORKS=true npx loyalty webhooks create --account ID --url ` +
+          `http://${host}:${bound}/\n`,
       );
       const stop = () => server.close(() => process.exit(0));
       process.once('SIGINT', stop);
