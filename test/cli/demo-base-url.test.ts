@@ -184,17 +184,8 @@ describe('loyalty demo against a real server', () => {
     const page = await signIn({ url: demo.console_url, email: demo.console_email, password: demo.console_password });
     expect(page).toContain(demo.console_email);
   }, 90_000);
-});
 
-describe('the CLI beside a running server, without its PORT (issue 49)', () => {
-  let database: TestDatabase;
-  let server: ServerProcess | undefined;
-  afterEach(async () => {
-    await server?.stop();
-    server = undefined;
-    await database.drop();
-  });
-
+  // Issue 49: the CLI printed :3000 URLs beside a server on another port.
   it("prints the running server's address in referral URLs, sign-in hints and the demo, not its own :3000", async () => {
     database = await createTestDatabase();
     const env = { DATABASE_URL: database.url };
