@@ -727,9 +727,13 @@ export class ImportsService {
         refusals.set(checked, belowZero(customer, before, pointsBalance));
         continue;
       }
+      const beyond = pointsEarned - before.pointsEarned - Math.max(change, 0);
       corrections.push({
         customer,
-        balance,
+        // What stays recorded is what the customer's points earned now count: the ledger never
+        // lowers points earned, so a file saying less leaves it as it was. Recording the file's
+        // lower figure instead let the next run count the difference again, every time.
+        balance: { ...balance, pointsEarned: before.pointsEarned + Math.max(change, 0) + Math.max(beyond, 0) },
         entry:
           change === 0
             ? undefined
@@ -738,7 +742,7 @@ export class ImportsService {
                 description: 'Imported balance corrected',
                 internalNote: `${note(line)}: the imported balance was ${before.pointsBalance}`,
               },
-        beyond: pointsEarned - before.pointsEarned - Math.max(change, 0),
+        beyond,
       });
     }
     return { credits, corrections, refusals };

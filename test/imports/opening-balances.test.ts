@@ -205,6 +205,26 @@ describe('an opening balance imported once per customer (issue 49)', () => {
     expect((await state()).ledger).toEqual(after.ledger);
   });
 
+  it('never counts points earned twice when files with lower and higher earned figures alternate', async () => {
+    await importing(file('customers.csv', ['email,points_balance,points_earned', 'earn@shop.example,100,1000']));
+    const earned = async () =>
+      (await ok(['customers', 'show', String(await idOf('earn@shop.example'))])).vip_status.progress_value;
+    expect(await earned()).toBe(1000);
+    const lower = file('lower.csv', ['email,points_balance,points_earned', 'earn@shop.example,100,100']);
+    const again = file('again.csv', ['email,points_balance,points_earned', 'earn@shop.example,100,1000']);
+    for (const path of [lower, again, lower, again]) {
+      await importing(path, '--set-balances');
+      // The ledger never lowers points earned, and what was counted is not counted again.
+      expect(await earned(), path).toBe(1000);
+    }
+    const raised = file('raised.csv', ['email,points_balance,points_earned', 'earn@shop.example,300,1500']);
+    await importing(raised, '--set-balances');
+    expect(await earned()).toBe(1500);
+    await importing(again, '--set-balances');
+    expect(await earned()).toBe(1500);
+    expect((await state()).unbalanced).toEqual([]);
+  });
+
   it('credits each balance once when two imports of the same balances race (real processes)', async () => {
     const count = 450;
     const emails = Array.from({ length: count }, (_, i) => `r${i}@shop.example`);
