@@ -16,7 +16,7 @@ import {
 } from './http/metrics.js';
 import { type Db, openDb } from './storage/db.js';
 import { migrateToLatest } from './storage/migrator.js';
-import { recordPublicUrl } from './storage/server-settings.js';
+import { forgetPublicUrl, recordPublicUrl } from './storage/server-settings.js';
 import {
   clusterWriteTurn,
   handOutWriteTurns,
@@ -135,6 +135,8 @@ async function runServer(config: Config, options: { migrate: boolean }): Promise
   if (cluster.isPrimary) warnOfRiskySettings(config, app.log);
   let metricsServer: MetricsServer | null = null;
   let background: BackgroundThread | null = null;
+  /** The address this server recorded for the CLI, taken back when it stops. */
+  let recorded: string | null = null;
 
   stop = async (signal: string) => {
     app.log.info({ signal }, 'shutting down: finishing requests in flight');
@@ -149,6 +151,8 @@ async function runServer(config: Config, options: { migrate: boolean }): Promise
       await metricsServer?.close();
       await app.close();
       await background?.stop();
+      // A stopped server's address would send the CLI's URLs nowhere; another server's stays.
+      if (recorded !== null) await forgetPublicUrl(db.kysely, recorded).catch(() => {});
       await db.close();
       redis?.disconnect();
       app.log.info('stopped');
@@ -188,8 +192,11 @@ async function runServer(config: Config, options: { migrate: boolean }): Promise
   // The port actually bound (PORT=0 picks one), and the pages a newcomer opens first.
   const base = localBaseUrl(config, (app.server.address() as AddressInfo).port);
   // The CLI prints the addresses of this server, not of its own HOST and PORT.
-  await recordPublicUrl(db.kysely, base, systemClock.now()).catch((error) =>
-    app.log.warn({ err: error }, 'could not record the public address for the CLI'),
+  await recordPublicUrl(db.kysely, base, systemClock.now()).then(
+    () => {
+      recorded = base;
+    },
+    (error) => app.log.warn({ err: error }, 'could not record the public address for the CLI'),
   );
   app.log.info(
     { database: db.location, worker: cluster.worker?.id ?? null, console: `${base}/admin`, docs: `${base}/docs` },

@@ -17,7 +17,12 @@ export async function recordPublicUrl(db: Kysely<Database>, url: string, now: nu
     .execute();
 }
 
-/** The address the last server started on this database recorded, or null if none has run. */
+/** Takes back `url` when its server stops, unless a server started since recorded another. */
+export async function forgetPublicUrl(db: Kysely<Database>, url: string): Promise<void> {
+  await db.deleteFrom('server_settings').where('name', '=', PUBLIC_URL).where('value', '=', url).execute();
+}
+
+/** The address of the server last started on this database, or null if none runs (or none stopped cleanly). */
 export async function storedPublicUrl(db: Kysely<Database>): Promise<string | null> {
   const row = await db.selectFrom('server_settings').select('value').where('name', '=', PUBLIC_URL).executeTakeFirst();
   return row?.value ?? null;

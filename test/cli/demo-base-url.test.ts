@@ -218,6 +218,12 @@ describe('loyalty demo against a real server', () => {
     // The referral URL the CLI printed is the one the server itself answers.
     const landing = await fetch(made.referral_url, { redirect: 'manual' });
     expect(landing.status).toBeLessThan(400);
+
+    // Stopped, the server takes its address back: the CLI's own HOST and PORT again.
+    await server.stop();
+    server = undefined;
+    const after = await loyalty(['demo', '--json'], env);
+    expect(after.json().base_url).toBe('http://127.0.0.1:3000/v1');
   }, 90_000);
 });
 
