@@ -22,8 +22,6 @@ export function registerStrictInput(app: FastifyInstance): void {
   app.addHook('onRoute', (route) => {
     // The referral landing page answers anything that is not a code with its 404 page.
     if (!route.url?.startsWith('/r/')) route.onRequest = [refuseNulInUrl as OnRequestHook, ...hooksOf(route.onRequest)];
-  });
-  app.addHook('onRoute', (route) => {
     if (!route.url?.startsWith('/v1/')) return;
     const check = strictInputCheck(app, route);
     route.onRequest = [...hooksOf(route.onRequest), check as OnRequestHook];

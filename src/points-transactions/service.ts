@@ -100,7 +100,6 @@ export class PointsTransactionsService {
    * caller's `customer` is left as it was.
    */
   async post(w: Work, customer: LockedCustomer, entry: LedgerEntry): Promise<Posted> {
-    if (customer.pointsBalance + entry.pointsChange < 0) throw insufficientPoints(customer, entry.pointsChange);
     const counts = entry.countsAsEarned !== false;
     const { balance, earned } = checkCredit(customer, entry.pointsChange, counts);
     const transaction = await insertPointsTransaction(w.trx, this.entryRow(w, customer, entry));
@@ -149,7 +148,6 @@ export class PointsTransactionsService {
     credits: readonly { customer: LockedCustomer; entry: LedgerEntry }[],
   ): Promise<PointsTransaction[]> {
     const rows = credits.map(({ customer, entry }) => {
-      if (customer.pointsBalance + entry.pointsChange < 0) throw insufficientPoints(customer, entry.pointsChange);
       checkCredit(customer, entry.pointsChange);
       return this.entryRow(w, customer, entry);
     });
@@ -280,11 +278,13 @@ export class PointsTransactionsService {
 }
 
 /**
- * The balance and points earned `change` leaves `customer` with; `invalid_parameter` when either
- * would pass MAX_BALANCE.
+ * The balance and points earned `change` leaves `customer` with: `insufficient_points` when the
+ * balance would go below 0, `invalid_parameter` when either would pass MAX_BALANCE. Every post
+ * checks it, one entry (`post`) or many (`creditMany`).
  */
 function checkCredit(customer: LockedCustomer, change: number, counts = true): { balance: number; earned: number } {
   const balance = customer.pointsBalance + change;
+  if (balance < 0) throw insufficientPoints(customer, change);
   const earned = customer.pointsEarned + (counts ? Math.max(change, 0) : 0);
   if (balance > MAX_BALANCE || earned > MAX_BALANCE) {
     throw invalidParameter('points_change', `would take customer ${customer.id}'s points above ${MAX_BALANCE}`);
