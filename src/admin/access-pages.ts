@@ -104,12 +104,40 @@ const accessPages: FastifyPluginAsyncTypebox = async (app) => {
   );
 
   app.get('/apps', { schema: { ...hide, querystring: PageQuery } }, async (request, reply) => {
+    const { accountId } = request.console!.user;
+    const [grants, tokens] = await Promise.all([oauth.listGrants(accountId), auth.listIssuedAccessTokens(accountId)]);
     return sendPage(reply, request, 200, 'apps', {
       title: 'Connected apps',
-      grants: await oauth.listGrants(request.console!.user.accountId),
+      grants,
+      tokens,
       notice: noticeFor(request.query.notice),
     });
   });
+
+  // Tokens the `loyalty tokens issue` command made: an app holds them without a grant, so they
+  // are listed (and revocable) beside the apps connected through OAuth.
+  const ownToken = (accountId: number, id: number) => owned(auth.listIssuedAccessTokens(accountId), id, 'access token');
+
+  app.get('/apps/tokens/:id/revoke', { schema: { ...hide, params: IdParams } }, async (request, reply) => {
+    const token = await ownToken(request.console!.user.accountId, request.params.id);
+    return sendPage(reply, request, 200, 'confirm', {
+      title: `Revoke ${token.appName}'s token ${token.prefix}?`,
+      message: `${token.appName} loses this token's access at once. Other tokens and connections of the app are kept.`,
+      action: `/admin/apps/tokens/${token.id}/revoke`,
+      confirm: 'Revoke the token',
+      cancel: '/admin/apps',
+    });
+  });
+
+  app.post(
+    '/apps/tokens/:id/revoke',
+    { schema: { ...hide, params: IdParams, body: FormBody } },
+    async (request, reply) => {
+      const token = await ownToken(request.console!.user.accountId, request.params.id);
+      await auth.revokeIssuedAccessToken(request.console!.user.accountId, token.id);
+      return reply.redirect('/admin/apps?notice=revoked', 303);
+    },
+  );
 
   const ownGrant = (accountId: number, id: number) => owned(oauth.listGrants(accountId), id, 'connected app');
 

@@ -131,3 +131,62 @@ export async function pointsChanges(
     .execute();
   return new Map(rows.map((row) => [Number(row.id), Number(row.points_change)]));
 }
+
+/** Which steps of setting up a program the account has taken, for the overview's checklist. */
+export interface SetupProgress {
+  /** Points settings saved (named points). */
+  pointsNamed: boolean;
+  activityType: boolean;
+  /** An enabled earning rule bound to an activity type: one that can credit. */
+  creditingRule: boolean;
+  vipTier: boolean;
+  reward: boolean;
+  /** A live API key, or an app connected through OAuth. */
+  apiAccess: boolean;
+}
+
+/** What the account has set up, in one round trip (each an EXISTS over its own rows). */
+export async function setupProgress(db: Kysely<Database>, accountId: number): Promise<SetupProgress> {
+  const row = await db
+    .selectNoFrom((eb) => [
+      eb.exists(eb.selectFrom('points_settings').select('account_id').where('account_id', '=', accountId)).as('named'),
+      eb.exists(eb.selectFrom('activity_types').select('id').where('account_id', '=', accountId)).as('types'),
+      eb
+        .exists(
+          eb
+            .selectFrom('earning_rules')
+            .select('id')
+            .where('account_id', '=', accountId)
+            .where('enabled', '=', 1)
+            .where('activity_type_id', 'is not', null),
+        )
+        .as('rules'),
+      eb.exists(eb.selectFrom('vip_tiers').select('id').where('account_id', '=', accountId)).as('tiers'),
+      eb.exists(eb.selectFrom('points_products').select('id').where('account_id', '=', accountId)).as('rewards'),
+      eb
+        .exists(
+          eb.selectFrom('api_keys').select('id').where('account_id', '=', accountId).where('revoked_at', 'is', null),
+        )
+        .as('keys'),
+      eb
+        .exists(
+          eb
+            .selectFrom('oauth_grants')
+            .select('id')
+            .where('account_id', '=', accountId)
+            .where('revoked_at', 'is', null),
+        )
+        .as('grants'),
+    ])
+    .executeTakeFirstOrThrow();
+  // SQLite answers 0 or 1, PostgreSQL a boolean.
+  const yes = (value: unknown) => Boolean(Number(value));
+  return {
+    pointsNamed: yes(row.named),
+    activityType: yes(row.types),
+    creditingRule: yes(row.rules),
+    vipTier: yes(row.tiers),
+    reward: yes(row.rewards),
+    apiAccess: yes(row.keys) || yes(row.grants),
+  };
+}

@@ -9,6 +9,8 @@ import {
   type ProgramFigures,
   pointsChanges,
   programFigures,
+  type SetupProgress,
+  setupProgress,
 } from './repository.js';
 
 /** What the console shows that the API has no operation for: the program's figures, a customer's activities and who adjusted their points. */
@@ -24,6 +26,11 @@ export class AdminService {
     const since = now - 30 * DAY_MS;
     const today = now - (now % DAY_MS);
     return { ...(await programFigures(this.db, accountId, since, today)), since, today };
+  }
+
+  /** Which steps of the overview's setup checklist the account has taken. */
+  async setupProgress(accountId: number): Promise<SetupProgress> {
+    return setupProgress(this.db, accountId);
   }
 
   /** The customer's latest `limit` activities with the points each credited. */

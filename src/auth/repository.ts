@@ -112,6 +112,69 @@ export async function revokeAccessTokenByHash(db: Kysely<Database>, hash: string
   return result.numUpdatedRows > 0n;
 }
 
+/** A live access token issued through the `loyalty` command (no OAuth grant), as the console lists it. */
+export interface IssuedAccessToken {
+  id: number;
+  appName: string;
+  clientId: string;
+  /** The token's scopes, space-separated. */
+  scopes: string;
+  /** The token's first characters, enough to recognise it. */
+  prefix: string;
+  createdAt: number;
+  expiresAt: number;
+}
+
+/** The account's access tokens issued through the CLI that are neither revoked nor expired at `now`, newest first. */
+export async function listIssuedAccessTokens(
+  db: Kysely<Database>,
+  accountId: number,
+  now: number,
+): Promise<IssuedAccessToken[]> {
+  const rows = await db
+    .selectFrom('access_tokens')
+    .innerJoin('apps', 'apps.id', 'access_tokens.app_id')
+    .select([
+      'access_tokens.id',
+      'apps.name as appName',
+      'apps.client_id as clientId',
+      'access_tokens.scopes',
+      'access_tokens.token_prefix as prefix',
+      'access_tokens.created_at as createdAt',
+      'access_tokens.expires_at as expiresAt',
+    ])
+    .where('access_tokens.account_id', '=', accountId)
+    .where('access_tokens.grant_id', 'is', null)
+    .where('access_tokens.revoked_at', 'is', null)
+    .where('access_tokens.expires_at', '>', now)
+    .orderBy('access_tokens.id', 'desc')
+    .execute();
+  return rows.map((row) => ({
+    ...row,
+    id: Number(row.id),
+    createdAt: Number(row.createdAt),
+    expiresAt: Number(row.expiresAt),
+  }));
+}
+
+/** Revokes the account's CLI-issued access token `id` (once); false when it is unknown, another's, revoked or not CLI-issued. */
+export async function revokeIssuedAccessToken(
+  trx: Transaction<Database>,
+  accountId: number,
+  id: number,
+  now: number,
+): Promise<boolean> {
+  const result = await trx
+    .updateTable('access_tokens')
+    .set({ revoked_at: now })
+    .where('id', '=', id)
+    .where('account_id', '=', accountId)
+    .where('grant_id', 'is', null)
+    .where('revoked_at', 'is', null)
+    .executeTakeFirst();
+  return result.numUpdatedRows > 0n;
+}
+
 /** Marks the access token with this id revoked (once); false when it was unknown or already revoked. */
 export async function revokeAccessTokenById(trx: Transaction<Database>, id: number, now: number): Promise<boolean> {
   const result = await trx

@@ -12,14 +12,17 @@ import {
   findAccessTokenWithClientId,
   findApiKeyByHash,
   findSealedApiKey,
+  type IssuedAccessToken,
   insertAccessToken,
   insertApiKey,
   listApiKeys,
+  listIssuedAccessTokens,
   recordApiKeyUse,
   revokeAccessTokenByHash,
   revokeAccessTokenById,
   revokeAccessTokensOfGrant,
   revokeApiKey,
+  revokeIssuedAccessToken,
 } from './repository.js';
 import type { TokenRevocations } from './revocations.js';
 import { ALL_SCOPES, decodeScopes, encodeScopes, parseScopes, type Scope } from './scopes.js';
@@ -417,6 +420,18 @@ export class AuthService {
   async revokeAccessToken(token: string): Promise<boolean> {
     return this.revocations.around(() =>
       this.uow.run(({ trx, now }) => revokeAccessTokenByHash(trx, sha256Hex(token), now)),
+    );
+  }
+
+  /** The account's live access tokens issued through the `loyalty` command, newest first (the console's Connected apps). */
+  async listIssuedAccessTokens(accountId: number): Promise<IssuedAccessToken[]> {
+    return listIssuedAccessTokens(this.db, accountId, this.clock.now());
+  }
+
+  /** Revokes the account's CLI-issued access token `id`; false when the account has no such live token. */
+  async revokeIssuedAccessToken(accountId: number, id: number): Promise<boolean> {
+    return this.revocations.around(() =>
+      this.uow.run(({ trx, now }) => revokeIssuedAccessToken(trx, accountId, id, now)),
     );
   }
 

@@ -314,6 +314,11 @@ describe.runIf(runnable)(`the merchant console in a real browser (Chromium, serv
     const failures: string[] = [];
     const check = async (label: string) => {
       failures.push(...(await overflowAt375(page)).map((problem) => `${label}: ${problem}`));
+      // The header leaves the phone's screen to the page (issue 49: the navigation took 285 px).
+      const header = await page.evaluate(
+        () => document.querySelector('header.top')?.getBoundingClientRect().height ?? 0,
+      );
+      if (header > 120) failures.push(`${label}: the header is ${Math.round(header)} px tall`);
       failures.push(...(await brokenWords(page)).map((problem) => `${label}: ${problem}`));
       await page.screenshot({
         path: join(ARTIFACTS, `phone-${label.replace(/[^a-z0-9]+/gi, '-')}.png`),

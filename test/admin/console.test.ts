@@ -1,8 +1,10 @@
+import { createHash } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CONSOLE_CSP, COPY_CSP } from '../../src/admin/views.js';
 import { bearer, createTenant, createTestApp, type TestApp } from '../helpers/app.js';
 import { rowCount } from '../helpers/engine.js';
 import { authorize, Browser, exchange, setupOAuth } from '../oauth/helpers.js';
+import { runningProgram } from '../referrals/program.js';
 import {
   ConsoleBrowser,
   createMerchant,
@@ -358,6 +360,52 @@ describe("another account's objects", () => {
 });
 
 describe('running the program from the console', () => {
+  it('ticks the overview’s setup checklist as the merchant takes each step, above the figures until all are done', async () => {
+    const browser = await signedIn(t, merchant);
+    const { accountId } = merchant;
+    /** Each step's state, in order, and whether the checklist comes before the figures. */
+    const checklist = async () => {
+      const page = (await browser.get('/admin/overview')).body;
+      const list = /<ol class="steps" id="setup-steps">([\s\S]*?)<\/ol>/.exec(page)?.[1] ?? '';
+      const states = Array.from(list.matchAll(/<li class="(done|todo)">/g), (m) => m[1]);
+      return { states, first: page.indexOf('id="setup"') < page.indexOf('class="figures"'), page };
+    };
+    expect((await checklist()).states).toEqual(['todo', 'todo', 'todo', 'todo', 'todo', 'todo']);
+    expect((await checklist()).page).toContain('6 of 6 steps left');
+
+    await t.services.pointsSettings.set(accountId, { points_label: { one: 'Star', other: 'Stars' } });
+    const type = await t.services.activityTypes.create(accountId, { name: 'Order' });
+    // A rule bound to nothing never credits: its step is not done yet.
+    const rule = {
+      name: 'Order rule',
+      image_url: 'https://cdn.example.com/r.png',
+      reward: { type: 'points' as const },
+      reward_value: { type: 'fixed' as const, fixed: { value: 5 } },
+    };
+    await t.services.earningRules.create(accountId, rule);
+    expect((await checklist()).states).toEqual(['done', 'done', 'todo', 'todo', 'todo', 'todo']);
+    await t.services.earningRules.create(accountId, { ...rule, activity_token: type.token });
+    await t.services.vipTiers.create(accountId, { name: 'Gold', milestone: 100 });
+    expect((await checklist()).states.slice(2, 4)).toEqual(['done', 'todo']);
+    await t.services.pointsProducts.create(accountId, {
+      exchange_type: 'fixed',
+      points_price: 100,
+      reward: { name: '$5 off' },
+    });
+    const key = await t.services.auth.createApiKey(accountId);
+    expect((await checklist()).states).toEqual(['done', 'done', 'done', 'done', 'todo', 'done']);
+    expect((await checklist()).first).toBe(true);
+    await t.services.auth.revokeApiKey(key.id);
+    expect((await checklist()).states[5]).toBe('todo');
+    await t.services.auth.createApiKey(accountId);
+    await runningProgram(t, accountId);
+    const done = await checklist();
+    expect(done.states).toEqual(['done', 'done', 'done', 'done', 'done', 'done']);
+    // All done: the checklist folds away below the figures.
+    expect(done.first).toBe(false);
+    expect(done.page).toContain('every step is done');
+  });
+
   it('sets up settings, an activity type, a bound rule, a tier and a product that the API then serves', async () => {
     const browser = await signedIn(t, merchant);
     const key = await t.services.auth.createApiKey(merchant.accountId);
@@ -627,7 +675,54 @@ describe('running the program from the console', () => {
     expect((await api()).statusCode).toBe(200);
     expect((await browser.submit(`/admin/apps/${grantId}/revoke`)).statusCode).toBe(303);
     expect((await api()).statusCode).toBe(401);
-    expect((await browser.get('/admin/apps')).body).toContain('No app is connected.');
+    expect((await browser.get('/admin/apps')).body).toContain('No app is connected through OAuth.');
+  });
+
+  it('lists the tokens the CLI issued to an app beside the connections, and revokes one: refused at once', async () => {
+    const f = await setupOAuth(t, { appName: 'Demo <App>' });
+    const issue = () =>
+      t.services.auth.issueAccessToken({ accountId: f.accountId, clientId: f.clientId, scopes: 'customer:read' });
+    const [kept, revoked] = [await issue(), await issue()];
+    // Another account's token: never listed here, and not revocable from here.
+    const elsewhere = await setupOAuth(t, { appName: 'Elsewhere App' });
+    const theirs = await t.services.auth.issueAccessToken({
+      accountId: elsewhere.accountId,
+      clientId: elsewhere.clientId,
+    });
+    const browser = await signedIn(t, { accountId: f.accountId, email: f.email }, f.password);
+    const list = (await browser.get('/admin/apps')).body;
+    expect(list).toContain('No app is connected through OAuth.');
+    expect(list).toContain('Demo &lt;App&gt;');
+    expect(list).not.toContain('Elsewhere App');
+    const ids = Array.from(list.matchAll(/href="\/admin\/apps\/tokens\/(\d+)\/revoke"/g), (m) => Number(m[1]));
+    expect(ids).toHaveLength(2);
+    for (const { access_token } of [kept, revoked])
+      expect(list).toContain(access_token.slice(0, access_token.indexOf('_') + 5));
+    expect(list).not.toContain(kept.access_token);
+
+    const theirId = await t.db.kysely
+      .selectFrom('access_tokens')
+      .select('id')
+      .where('account_id', '=', elsewhere.accountId)
+      .executeTakeFirstOrThrow();
+    expect((await browser.submit(`/admin/apps/tokens/${theirId.id}/revoke`)).statusCode).toBe(404);
+
+    const api = (token: string) =>
+      t.app.inject({ method: 'GET', url: '/v1/customers', headers: bearer(token) }).then((r) => r.statusCode);
+    const target = await t.db.kysely
+      .selectFrom('access_tokens')
+      .select('id')
+      .where('token_hash', '=', createHash('sha256').update(revoked.access_token).digest('hex'))
+      .executeTakeFirstOrThrow();
+    expect(await api(revoked.access_token)).toBe(200);
+    expect((await browser.get(`/admin/apps/tokens/${target.id}/revoke`)).body).toContain('Revoke Demo &lt;App&gt;');
+    expect((await browser.submit(`/admin/apps/tokens/${target.id}/revoke`)).statusCode).toBe(303);
+    expect(await api(revoked.access_token)).toBe(401);
+    expect(await api(kept.access_token)).toBe(200);
+    expect(await api(theirs.access_token)).toBe(200);
+    const after = (await browser.get('/admin/apps')).body;
+    expect(Array.from(after.matchAll(/href="\/admin\/apps\/tokens\/(\d+)\/revoke"/g))).toHaveLength(1);
+    expect((await browser.submit(`/admin/apps/tokens/${target.id}/revoke`)).statusCode).toBe(404);
   });
 
   it('moves the points once when the adjustment form is sent twice', async () => {
