@@ -50,10 +50,11 @@ export class ReferralSettingsService {
 
   /**
    * The program, for a unit of work: from the cache, or read on the work's own connection (a
-   * transaction that waited for a second connection of the pool could exhaust it).
+   * transaction that waited for a second connection of the pool could exhaust it); never after a
+   * wait for a later turn of the event loop, which would break up SQLite's commit groups.
    */
   programIn(w: Work, accountId: number): Promise<ReferralProgram | undefined> {
-    return this.cache.get(accountId, () => findReferralProgram(w.trx, accountId));
+    return this.cache.getNow(accountId, () => findReferralProgram(w.trx, accountId));
   }
 
   /**

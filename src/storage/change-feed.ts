@@ -22,6 +22,12 @@ type Listener = (kind: ChangeKind, accountId: number) => void;
 export interface Changes {
   /** True while every change is known; a cache keeps nothing otherwise. */
   isLive(): boolean | Promise<boolean>;
+  /**
+   * As `isLive`, answered at once: for a write transaction, which must not wait for a later turn
+   * of the event loop (on SQLite that would let its commit group commit under it, see
+   * SqliteChanges). May cost a reading of its own.
+   */
+  isLiveNow(): boolean;
   /** Calls `listener` for each change of one account's data; returns how to stop. */
   onChange(listener: Listener): () => void;
   /** Calls `listener` whenever changes may have been missed: forget everything cached. */
@@ -67,6 +73,10 @@ export class ChangeFeed implements Changes {
       void this.connect();
     }
     return this.live;
+  }
+
+  isLiveNow(): boolean {
+    return this.isLive();
   }
 
   /** Calls `listener` for each change, from any process, after it commits; returns how to stop. */
@@ -188,15 +198,34 @@ export class AccountCache<T> {
 
   async get(accountId: number, load: () => Promise<T>): Promise<T> {
     const live = this.live();
-    if (!(typeof live === 'boolean' ? live : await live)) return load();
+    return this.kept(accountId, typeof live === 'boolean' ? live : await live, load, () => this.live());
+  }
+
+  /**
+   * As `get`, without waiting for a later turn of the event loop before loading or answering: for
+   * a write transaction (see Changes.isLiveNow).
+   */
+  getNow(accountId: number, load: () => Promise<T>): Promise<T> {
+    const liveNow = () => this.feed?.isLiveNow() ?? false;
+    return this.kept(accountId, liveNow(), load, liveNow);
+  }
+
+  /** The value kept for the account if the feed is `live`, else loaded (and kept when `stillLive` says so after). */
+  private async kept(
+    accountId: number,
+    live: boolean,
+    load: () => Promise<T>,
+    stillLive: () => boolean | Promise<boolean>,
+  ): Promise<T> {
+    if (!live) return load();
     const entry = this.entries.get(accountId);
     const now = performance.now();
     if (entry !== undefined && entry.until > now) return entry.value;
     const epoch = this.epoch;
     return loadOnce(this.loading, accountId, async () => {
       const value = await load();
-      const stillLive = this.live();
-      if ((typeof stillLive === 'boolean' ? stillLive : await stillLive) && this.epoch === epoch) {
+      const after = stillLive();
+      if ((typeof after === 'boolean' ? after : await after) && this.epoch === epoch) {
         if (this.entries.size >= ACCOUNT_CACHE_ENTRIES) this.entries.clear();
         this.entries.set(accountId, { value, until: now + this.maxAgeMs });
       }

@@ -39,6 +39,14 @@ export class SqliteChanges implements Changes {
     return this.reading;
   }
 
+  /**
+   * Reads the number now, for this caller alone (a write transaction, which must not wait for
+   * the turn's shared reading: its group would commit meanwhile, see the sqlite driver).
+   */
+  isLiveNow(): boolean {
+    return this.read();
+  }
+
   /** Reads the number now; false for a closed database, where nothing may be kept. */
   private read(): boolean {
     let version: number;
