@@ -322,6 +322,11 @@ function open(file: string, synchronous: 'FULL' | 'NORMAL'): SqliteDatabase.Data
   database.pragma(`synchronous = ${synchronous}`);
   database.pragma(`busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS}`);
   database.pragma('foreign_keys = ON');
+  // Each transaction of a commit group is a savepoint, whose statement journal SQLite keeps in
+  // memory up to 64 KiB and then spills to a temporary file, written and thrown away: 20 times
+  // the bytes of the work itself for a new identity. In memory, it costs what the group changed
+  // (temporary tables of large sorts live there too; the service's queries read by index).
+  database.pragma('temp_store = MEMORY');
   // ANALYZE (run by `pragma optimize`, see refreshStatistics) reads about this many rows of each
   // index rather than all of them: statistics in milliseconds on a table of millions.
   database.pragma(`analysis_limit = ${ANALYSIS_LIMIT}`);
