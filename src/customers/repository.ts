@@ -1,6 +1,6 @@
 import { type Kysely, type SelectQueryBuilder, sql, type Transaction } from 'kysely';
 import type { Direction } from '../pagination/cursor.js';
-import { sincePlan, sinceRef, unindexed } from '../pagination/since.js';
+import { sinceCondition, sincePlan, unindexed } from '../pagination/since.js';
 import { compiledQuery, pick } from '../storage/compiled-query.js';
 import { isPostgres } from '../storage/dialect.js';
 import type { CustomerRow, CustomerState, Database } from '../storage/schema.js';
@@ -198,7 +198,7 @@ export async function findCustomersPage(
       .$if(filters.emailNormalized !== undefined, (q) => q.where('email_normalized', '=', filters.emailNormalized!))
       .$if(filters.state !== undefined, (q) => q.where('state', '=', filters.state!))
       .$if(filters.updatedAtMin !== undefined, (q) =>
-        q.where(sinceRef(plan, 'updated_at'), '>=', filters.updatedAtMin!),
+        q.where(sinceCondition('customers', plan, 'updated_at', filters.updatedAtMin!)),
       )
       .$if(boundary !== null, (q) => q.where('id', direction === 'next' ? '<' : '>', boundary!));
   const found = await (plan === 'range'

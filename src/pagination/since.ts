@@ -30,8 +30,17 @@ export const SINCE_FEW_ROWS = 1_000;
  */
 export const SINCE_PROBE_ROWS = 1_000;
 
-/** The tables whose lists take `updated_at_min`, each with an (account_id, updated_at) index. */
+/** The tables whose lists take `updated_at_min`, each with an (account_id, updated_at) index but customers. */
 export type SinceTable = 'customers' | 'points_transactions' | 'reward_fulfillments' | 'activities';
+
+/**
+ * Customers' time index is (account_id, updated_minute), the minute of updated_at (a column the
+ * database makes, migration 2026-11-29T0400): every credit moves a customer's updated_at, and an
+ * index on it made each of those updates write into every index of the table on PostgreSQL
+ * instead of a heap-only one. Their condition reads the minutes, then checks the exact time.
+ */
+const MINUTE_INDEXED: ReadonlySet<SinceTable> = new Set(['customers']);
+const MINUTE_MS = 60_000;
 
 /**
  * `range`: the page's ids are read through the time index (the time matches at most
@@ -84,7 +93,7 @@ async function countSince(
   const { rows } = await sql<{ matched: number | string }>`
     select count(*) as matched from (
       select 1 from ${sql.table(table)}
-      where account_id = ${accountId} and updated_at >= ${updatedAtMin}
+      where account_id = ${accountId} and ${sinceCondition(table, 'range', 'updated_at', updatedAtMin)}
       limit ${limit + 1}
     ) as since`.execute(db);
   return Number(rows[0]?.matched ?? 0);
@@ -127,4 +136,21 @@ export function unindexed(column: string): RawBuilder<number> {
 /** The time column of a list's condition as `plan` reads it: kept off the index on a walk. */
 export function sinceRef(plan: SincePlan, column: string): RawBuilder<number> {
   return plan === 'walk' ? unindexed(column) : sql<number>`${sql.ref(column)}`;
+}
+
+/**
+ * A list's `column >= updatedAtMin` (`column` is the table's updated_at, qualified or not) as
+ * `plan` reads it: on a table whose time index holds the minute, the minutes from the time's on
+ * (what the index finds), then the exact time over them.
+ */
+export function sinceCondition(
+  table: SinceTable,
+  plan: SincePlan,
+  column: string,
+  updatedAtMin: number,
+): RawBuilder<boolean> {
+  const exact = sql<boolean>`${sinceRef(plan, column)} >= ${updatedAtMin}`;
+  if (!MINUTE_INDEXED.has(table)) return exact;
+  const minute = column.replace(/updated_at$/, 'updated_minute');
+  return sql<boolean>`${sinceRef(plan, minute)} >= ${Math.floor(updatedAtMin / MINUTE_MS)} and ${exact}`;
 }

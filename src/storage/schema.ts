@@ -1,4 +1,4 @@
-import type { Generated, Insertable, Selectable } from 'kysely';
+import type { Generated, GeneratedAlways, Insertable, Selectable } from 'kysely';
 
 /**
  * The tables, as Kysely sees them. Times are milliseconds since the epoch; JSON values are text;
@@ -146,6 +146,8 @@ export interface CustomersTable {
   vip_program_version: Generated<number>;
   /** Points earned elsewhere beyond the balance an import brought (points_earned includes them). */
   earned_before_import: Generated<number>;
+  /** updated_at's minute, made by the database: what the `updated_at_min` index holds (see since.ts). */
+  updated_minute: GeneratedAlways<number>;
 }
 
 export type CustomerState = 'candidate' | 'member' | 'disabled';

@@ -22,7 +22,7 @@ describe.skipIf(testEngine !== 'sqlite')('bytes written per write request (SQLit
   });
   afterEach(async () => t.close());
 
-  const post = (url: string, payload: unknown) =>
+  const post = (url: string, payload: object) =>
     t.app.inject({ method: 'POST', url, headers: bearer(a.accessToken), payload });
 
   /** Sends BURST requests at once, a few rounds; answers the KiB written per request. */
