@@ -28,6 +28,7 @@ import * as webhookEndpointOwners from './2026-11-28T0100-webhook-endpoint-owner
 import * as openingBalances from './2026-11-29T0000-opening-balances.js';
 import * as referralMailboxes from './2026-11-29T0100-referral-mailboxes.js';
 import * as serverSettings from './2026-11-29T0200-server-settings.js';
+import * as webhookAttemptDeliveries from './2026-11-29T0300-webhook-attempt-deliveries.js';
 
 /** Every migration, by name; names sort in the order they run. */
 export const migrations: Record<string, Migration> = {
@@ -60,4 +61,5 @@ export const migrations: Record<string, Migration> = {
   '2026-11-29T0000-opening-balances': openingBalances,
   '2026-11-29T0100-referral-mailboxes': referralMailboxes,
   '2026-11-29T0200-server-settings': serverSettings,
+  '2026-11-29T0300-webhook-attempt-deliveries': webhookAttemptDeliveries,
 };
