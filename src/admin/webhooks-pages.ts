@@ -42,7 +42,8 @@ const secretContext = (id: number) => `webhook_endpoint:${id}:secret`;
 /** The one-line messages of the webhooks pages (`?notice=`), beside the console's own. */
 const NOTICES: Record<string, string> = {
   'test-sent': 'Test event sent: its attempt appears in the delivery log below within seconds.',
-  resent: 'Event queued to be sent again: the new attempt appears in the delivery log below.',
+  resent:
+    'Event queued to be sent again: its attempts appear in the delivery log below, marked “resend” and numbered from 1.',
 };
 
 /**

@@ -626,6 +626,12 @@ export interface WebhookAttemptsTable {
   duration_ms: number;
   response_body: string;
   created_at: number;
+  /** The id of its delivery's job (one delivery: one job); null for attempts logged before it was kept. */
+  delivery_id: number | null;
+  /** 1 when no retry followed it: it succeeded, or the retry schedule ran out. */
+  ends_delivery: Generated<number>;
+  /** `resend`: an attempt of a delivery made by a resend; `event`: of the event's own delivery. */
+  trigger: Generated<'event' | 'resend'>;
 }
 
 export interface JobsTable {

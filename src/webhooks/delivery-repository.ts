@@ -13,6 +13,11 @@ export interface NewAttemptRow {
   duration_ms: number;
   response_body: string;
   created_at: number;
+  /** The delivery's job: its attempts share it, and while it is pending it says when the next one is due. */
+  delivery_id: number;
+  /** 1 when no retry follows: the attempt succeeded, or the schedule ran out. */
+  ends_delivery: 0 | 1;
+  trigger: 'event' | 'resend';
 }
 
 /** The event a delivery sends and the endpoint it goes to, either missing when deleted since. */
@@ -65,6 +70,9 @@ const ATTEMPT_COLUMNS = [
   'duration_ms',
   'response_body',
   'created_at',
+  'delivery_id',
+  'ends_delivery',
+  'trigger',
 ] as const satisfies readonly (keyof NewAttemptRow)[];
 
 // A type, not an interface: compiledQuery's values must be a Record.
@@ -73,6 +81,24 @@ type AttemptValues = { [K in keyof NewAttemptRow]: NewAttemptRow[K] };
 const insertAttemptQuery = compiledQuery((db, v: AttemptValues) =>
   db.insertInto('webhook_attempts').values(pick(v, ATTEMPT_COLUMNS)),
 );
+
+/**
+ * A pending delivery dropped without an attempt (its endpoint may no longer be sent its event):
+ * its last attempt logged ended it. Found through the event's attempts (indexed), not the delivery's.
+ */
+export async function endDelivery(trx: Transaction<Database>, eventId: number, deliveryId: number): Promise<void> {
+  await trx
+    .updateTable('webhook_attempts')
+    .set({ ends_delivery: 1 })
+    .where('id', '=', (eb) =>
+      eb
+        .selectFrom('webhook_attempts')
+        .select((inner) => inner.fn.max('id').as('last'))
+        .where('event_id', '=', eventId)
+        .where('delivery_id', '=', deliveryId),
+    )
+    .execute();
+}
 
 /** An attempt succeeded: the endpoint is no longer failing (a write only when it was). */
 export async function clearFailing(trx: Transaction<Database>, endpointId: number): Promise<void> {

@@ -14,6 +14,7 @@ import { VERSION } from '../version.js';
 import { endpointGroup, WEBHOOK_DELIVERY_QUEUE } from './delivery-queue.js';
 import {
   clearFailing,
+  endDelivery,
   findDeliveryTarget,
   findEndpointStatus,
   insertAttempt,
@@ -108,8 +109,12 @@ export class WebhookDeliverer {
     // Deleted since (the event past retention, the endpoint by its owner): nothing to send.
     if (!event || !endpoint) return { done: true };
     // Never a type the credential that made the endpoint could not read, however the delivery came
-    // to be queued (a resend, a fan-out before the endpoint was narrowed): nothing to send either.
-    if (!reads(endpointScopes(endpoint), event.type)) return { done: true };
+    // to be queued (a resend, a fan-out before the endpoint was narrowed): nothing to send either,
+    // and the attempt logged last, if any, ended the delivery (the log shows no retry due).
+    if (!reads(endpointScopes(endpoint), event.type)) {
+      if (job.attempt === 1) return { done: true };
+      return { done: true, record: (w) => endDelivery(w.trx, job.subjectId!, job.id) };
+    }
     if (endpoint.status !== 'enabled') return this.park(endpoint);
 
     const startedAt = this.deps.clock.now();
@@ -126,8 +131,9 @@ export class WebhookDeliverer {
 
     const schedule = this.deps.settings.webhookRetrySchedule;
     const delaySeconds = result.ok ? undefined : schedule[job.attempt - 1];
-    const record = (w: Work) => this.record(w, job, endpoint, result, startedAt);
-    if (delaySeconds === undefined) return { done: true, record };
+    const last = delaySeconds === undefined;
+    const record = (w: Work) => this.record(w, job, endpoint, result, startedAt, last);
+    if (last) return { done: true, record };
     // Up to 10 % later, so that the retries of a burst that failed together spread out.
     const delayMs = Math.round(delaySeconds * 1000 * (1 + 0.1 * this.random()));
     return { retryAt: this.deps.clock.now() + delayMs, record };
@@ -157,6 +163,7 @@ export class WebhookDeliverer {
     endpoint: WebhookEndpointRow,
     result: AttemptResult,
     at: number,
+    last: boolean,
   ): Promise<void> {
     const endpointId = Number(endpoint.id);
     await insertAttempt(w.trx, {
@@ -169,6 +176,10 @@ export class WebhookDeliverer {
       duration_ms: result.durationMs,
       response_body: result.responseBody,
       created_at: at,
+      // Where the log reads what follows: the job while it is pending (see findAttemptsPage).
+      delivery_id: job.id,
+      ends_delivery: last ? 1 : 0,
+      trigger: job.payload.trigger === 'resend' ? 'resend' : 'event',
     });
     if (result.ok) {
       // Read before the attempt: a write only when the endpoint was failing, not one per delivery.

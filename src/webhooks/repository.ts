@@ -170,9 +170,18 @@ export interface AttemptRow {
   duration_ms: number;
   response_body: string;
   created_at: number;
+  trigger: 'event' | 'resend';
+  /** No retry followed it: it succeeded, or the schedule ran out. */
+  ends_delivery: boolean;
+  /** Its delivery's job while the delivery is pending: when it runs next, its claims so far, whether it is claimed. */
+  delivery: { runAt: number; attempts: number; leased: boolean } | null;
 }
 
-/** One keyset page of an endpoint's delivery log (of one event, when `eventId` is given). */
+/**
+ * One keyset page of an endpoint's delivery log (of one event, when `eventId` is given), each
+ * attempt with its delivery's job if still pending (by its primary key: the job's run_at is the
+ * one record of when the delivery is tried next).
+ */
 export async function findAttemptsPage(
   db: Kysely<Database>,
   accountId: number,
@@ -185,6 +194,7 @@ export async function findAttemptsPage(
   const found = await db
     .selectFrom('webhook_attempts as a')
     .innerJoin('events as ev', 'ev.id', 'a.event_id')
+    .leftJoin('jobs as j', 'j.id', 'a.delivery_id')
     .select([
       'a.id',
       'ev.public_id as event_public_id',
@@ -195,6 +205,12 @@ export async function findAttemptsPage(
       'a.duration_ms',
       'a.response_body',
       'a.created_at',
+      'a.trigger',
+      'a.ends_delivery',
+      'j.id as job_id',
+      'j.run_at as job_run_at',
+      'j.attempts as job_attempts',
+      'j.lease_owner as job_lease_owner',
     ])
     .where('a.account_id', '=', accountId)
     .where('a.webhook_endpoint_id', '=', endpointId)
@@ -203,13 +219,18 @@ export async function findAttemptsPage(
     .orderBy('a.id', direction === 'next' ? 'desc' : 'asc')
     .limit(rows)
     .execute();
-  return found.map((row) => ({
+  return found.map(({ job_id, job_run_at, job_attempts, job_lease_owner, ...row }) => ({
     ...row,
     id: Number(row.id),
     attempt: Number(row.attempt),
     status_code: row.status_code === null ? null : Number(row.status_code),
     duration_ms: Number(row.duration_ms),
     created_at: Number(row.created_at),
+    ends_delivery: Number(row.ends_delivery) === 1,
+    delivery:
+      job_id === null
+        ? null
+        : { runAt: Number(job_run_at), attempts: Number(job_attempts), leased: job_lease_owner !== null },
   }));
 }
 

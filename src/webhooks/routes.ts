@@ -261,9 +261,11 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'listWebhookDeliveries',
         summary: "List a webhook endpoint's delivery attempts, newest first",
         description:
-          'The delivery log: each attempt with its time, duration, status code or error, and the first 1 KiB of ' +
-          'the answer. Filter `event_id` (`evt_…`). A cursor carries its filters: sending it with other filters ' +
-          'is `400 invalid_cursor`.',
+          'The delivery log: each attempt with its time, duration, status code or error, the first 1 KiB of ' +
+          'the answer, and what followed it (`outcome`): for a failed attempt whose delivery is retried, ' +
+          '`next_attempt_at` says when. The attempts of a resend are numbered from 1 with `trigger` `resend`. ' +
+          'Filter `event_id` (`evt_…`). A cursor carries its filters: sending it with other filters is ' +
+          '`400 invalid_cursor`.',
         tags: TAGS,
         params: WebhookEndpointParams,
         querystring: WebhookDeliveriesQuery,
@@ -285,7 +287,8 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
         summary: 'Send an event to a webhook endpoint again',
         description:
           'A new delivery of the event (`evt_…`) to the endpoint named, whatever its type and whether or not the ' +
-          'endpoint subscribes to it, with its own retries. An event or endpoint the account does not have is ' +
+          'endpoint subscribes to it, with its own retries; its attempts show in the delivery log numbered from 1, ' +
+          'with `trigger` `resend`. An event or endpoint the account does not have is ' +
           "`404 not_found`, and so is an event the credential's scopes cannot read or the endpoint may not be " +
           "sent, and, for an app's token, an endpoint its app did not make; a disabled endpoint is " +
           '`400 invalid_parameter`. Answers `202` with no body.',

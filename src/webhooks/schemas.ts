@@ -132,13 +132,21 @@ export const WebhookEndpointParams = Type.Object({ id: Id('Identifier of the web
 export const EventId = (description: string) =>
   Type.String({ pattern: '^evt_[0-9A-Za-z]{1,64}$', maxLength: 68, description });
 
+/** What followed an attempt (WebhookDelivery's `outcome`). */
+export const DELIVERY_OUTCOMES = ['succeeded', 'retry_due', 'retried', 'failed', 'paused'] as const;
+export type DeliveryOutcome = (typeof DELIVERY_OUTCOMES)[number];
+
 /** One attempt to deliver an event to an endpoint: the delivery log. */
 export const WebhookDelivery = Type.Object(
   {
     id: Type.Integer({ description: 'Identifier of the attempt' }),
     event_id: Type.String({ description: 'The event sent (`evt_…`), the `webhook-id` header of the request' }),
     event_type: Type.String({ description: "The event's type" }),
-    attempt: Type.Integer({ description: 'Which attempt of this delivery, from 1' }),
+    attempt: Type.Integer({
+      description:
+        'Which attempt of its delivery, from 1. A resend is a new delivery, numbered from 1 again: its attempts ' +
+        'have `trigger` `resend`',
+    }),
     status_code: Type.Union([Type.Integer(), Type.Null()], {
       description: "The receiver's HTTP status, or null when no answer came (see error)",
     }),
@@ -148,6 +156,27 @@ export const WebhookDelivery = Type.Object(
     duration_ms: Type.Integer({ description: 'How long the attempt took, in milliseconds' }),
     response_body: Type.String({ description: "The first 1 KiB of the receiver's answer" }),
     created_at: Timestamp('When the attempt was made'),
+    trigger: StringEnum(
+      ['event', 'resend'],
+      "What made this attempt's delivery: `event`, the event itself (sent to each endpoint subscribed to its " +
+        'type, or a test event to its endpoint); `resend`, a resend by hand (`POST /v1/events/{id}/resend`, ' +
+        '`loyalty webhooks resend`, the console)',
+    ),
+    outcome: StringEnum(
+      [...DELIVERY_OUTCOMES],
+      'What followed the attempt: `succeeded` (a 2xx answer: the delivery is done); `retry_due` (it failed and ' +
+        'the delivery is tried again at `next_attempt_at`); `retried` (it failed and a later attempt of the ' +
+        'delivery followed); `failed` (it failed and the retries ran out: the delivery failed, and is not tried ' +
+        'again unless resent); `paused` (it failed and the endpoint is disabled: the retry waits until it is ' +
+        'enabled again)',
+    ),
+    next_attempt_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
+      description:
+        'When the delivery is tried again after this failed attempt (`outcome` `retry_due`): the time its retry ' +
+        'is due, up to 10 % later than the retry schedule says (jitter), or now while that retry is under way. ' +
+        'Null for every other outcome: the attempt succeeded, a later attempt followed, the retries ran out, or ' +
+        'the endpoint is disabled',
+    }),
   },
   {
     $id: 'WebhookDelivery',
@@ -157,12 +186,15 @@ export const WebhookDelivery = Type.Object(
         id: 81,
         event_id: 'evt_4bX9zQpL2mN7rT5vW8yK1cD3',
         event_type: 'points_purchase.created',
-        attempt: 1,
-        status_code: 200,
+        attempt: 2,
+        status_code: 503,
         error: null,
         duration_ms: 42,
-        response_body: 'ok',
+        response_body: 'busy',
         created_at: '2026-01-05T16:30:01.000Z',
+        trigger: 'event',
+        outcome: 'retry_due',
+        next_attempt_at: '2026-01-05T16:35:01.000Z',
       },
     ],
   },

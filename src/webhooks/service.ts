@@ -5,7 +5,7 @@ import { isoTime } from '../common-schemas.js';
 import type { EventSettings } from '../config.js';
 import { DomainError, invalidParameter, notFound } from '../errors.js';
 import type { EventsService, RecordedEvent } from '../events/service.js';
-import type { JobHandler, JobsService, NewJob } from '../jobs/service.js';
+import { type JobHandler, type JobsService, type NewJob, PARKED_AT } from '../jobs/service.js';
 import { Cursors, keysetPage } from '../pagination/keyset.js';
 import { DEFAULT_LIMIT } from '../pagination/schemas.js';
 import type { Database } from '../storage/schema.js';
@@ -16,6 +16,7 @@ import { endpointGroup, WEBHOOK_DELIVERY_QUEUE } from './delivery-queue.js';
 import { urlProblem } from './destination.js';
 import { bothAllow, endpointScopes, eventTypesColumn, reads, scopesColumn } from './narrowing.js';
 import {
+  type AttemptRow,
   countEndpoints,
   deleteEndpoint,
   deleteGrantEndpoints,
@@ -34,6 +35,7 @@ import {
   updateEndpoint,
 } from './repository.js';
 import {
+  type DeliveryOutcome,
   type EventJson,
   MAX_ENDPOINTS_PER_ACCOUNT,
   type WebhookDeliveriesPage,
@@ -320,17 +322,24 @@ export class WebhooksService {
       fetch: async (direction, boundary, rows) => {
         if (eventId === undefined) return [];
         const attempts = await findAttemptsPage(this.db, accountId, id, eventId, direction, boundary, rows);
-        return attempts.map((a) => ({
-          id: a.id,
-          event_id: a.event_public_id,
-          event_type: a.event_type,
-          attempt: a.attempt,
-          status_code: a.status_code,
-          error: a.error,
-          duration_ms: a.duration_ms,
-          response_body: a.response_body,
-          created_at: isoTime(a.created_at),
-        }));
+        const now = this.deps.clock.now();
+        return attempts.map((a) => {
+          const { outcome, nextAttemptAt } = followUp(a, now);
+          return {
+            id: a.id,
+            event_id: a.event_public_id,
+            event_type: a.event_type,
+            attempt: a.attempt,
+            status_code: a.status_code,
+            error: a.error,
+            duration_ms: a.duration_ms,
+            response_body: a.response_body,
+            created_at: isoTime(a.created_at),
+            trigger: a.trigger,
+            outcome,
+            next_attempt_at: nextAttemptAt === null ? null : isoTime(nextAttemptAt),
+          };
+        });
       },
     });
     return { webhook_deliveries: page.items, metadata: page.metadata };
@@ -338,7 +347,7 @@ export class WebhooksService {
 
   /**
    * Sends the event to the endpoint again (whatever its type, subscribed or not), as a new
-   * delivery with its own retries. An event the caller cannot read, or the endpoint may not be
+   * delivery with its own retries, its attempts numbered from 1 and logged with trigger `resend`. An event the caller cannot read, or the endpoint may not be
    * sent (its scopes), is not found, as in the feed; so is an endpoint the caller does not see.
    */
   async resend(accountId: number, eventId: string, endpointId: number, caller: Caller = MERCHANT): Promise<void> {
@@ -348,7 +357,7 @@ export class WebhooksService {
       const row = await this.require(w.trx, viewerOf(accountId, caller), endpointId);
       if (!reads(endpointScopes(row), event.type)) throw notFound(`event ${eventId} does not exist`);
       refuseDisabled(row, 'webhook_endpoint_id');
-      await this.jobs.enqueue(w, [deliveryJob(accountId, endpointId, Number(event.id))]);
+      await this.jobs.enqueue(w, [deliveryJob(accountId, endpointId, Number(event.id), 'resend')]);
     });
   }
 
@@ -379,15 +388,40 @@ export class WebhooksService {
   }
 }
 
-/** The delivery of one event to one endpoint. */
-function deliveryJob(accountId: number, endpointId: number, eventId: number): NewJob {
+/** The delivery of one event to one endpoint; a resend's says so, for its attempts in the log. */
+function deliveryJob(accountId: number, endpointId: number, eventId: number, trigger?: 'resend'): NewJob {
   return {
     queue: WEBHOOK_DELIVERY_QUEUE,
     accountId,
     groupKey: endpointGroup(endpointId),
     subjectId: eventId,
-    payload: { webhook_endpoint_id: endpointId },
+    payload: trigger === undefined ? { webhook_endpoint_id: endpointId } : { webhook_endpoint_id: endpointId, trigger },
   };
+}
+
+/**
+ * What followed an attempt, and when its delivery is tried next: read from the delivery's job
+ * while it is pending (its run_at is the one record of that time, moved by a disable, an enable
+ * or a lost claim alike), else from what the attempt recorded. An attempt is written in the
+ * transaction that puts its job back, so an unclaimed job's claims are its last attempt's number;
+ * a claimed job's are one more, that retry under way.
+ */
+export function followUp(a: AttemptRow, now: number): { outcome: DeliveryOutcome; nextAttemptAt: number | null } {
+  if (a.status_code !== null && a.status_code >= 200 && a.status_code < 300) {
+    return { outcome: 'succeeded', nextAttemptAt: null };
+  }
+  const job = a.delivery;
+  if (job === null) return { outcome: a.ends_delivery ? 'failed' : 'retried', nextAttemptAt: null };
+  if (!job.leased && job.attempts === a.attempt) {
+    return job.runAt >= PARKED_AT
+      ? { outcome: 'paused', nextAttemptAt: null }
+      : { outcome: 'retry_due', nextAttemptAt: job.runAt };
+  }
+  if (job.leased && job.attempts === a.attempt + 1) {
+    // Under way since its claim; past a lease that ran out (a crashed process), due since then.
+    return { outcome: 'retry_due', nextAttemptAt: Math.min(job.runAt, now) };
+  }
+  return { outcome: 'retried', nextAttemptAt: null };
 }
 
 function endpointNotFound(id: number): DomainError {

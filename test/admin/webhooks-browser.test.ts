@@ -7,6 +7,8 @@ import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PARKED_AT } from '../../src/jobs/repository.js';
+import { openDb } from '../../src/storage/db.js';
 import { createTestDatabaseUrl, type TestDatabaseUrl, testEngine } from '../helpers/app.js';
 import {
   axeFailures,
@@ -121,6 +123,68 @@ describe.runIf(runnable)(`the console's webhooks in a real browser (Chromium, se
     return rows;
   }
 
+  /**
+   * Writes 60 attempts of the account's first event to `endpointId` (the newest failed, its retry
+   * due in an hour; the oldest failed, its retries run out; resends between) and one to
+   * `disabledId` whose retry waits, parked, for the endpoint to be enabled again.
+   */
+  async function fillDeliveryLog(endpointId: number, disabledId: number): Promise<void> {
+    const db = openDb(database.url, { poolMax: 1 });
+    try {
+      const event = await db.kysely
+        .selectFrom('events')
+        .select(['id', 'account_id'])
+        .orderBy('id')
+        .executeTakeFirstOrThrow();
+      const now = Date.now();
+      const job = (id: number, runAt: number) =>
+        db.kysely
+          .insertInto('jobs')
+          .values({
+            queue: 'webhook_delivery',
+            account_id: event.account_id,
+            group_key: `webhook_endpoint:${id}`,
+            subject_id: event.id,
+            payload: JSON.stringify({ webhook_endpoint_id: id }),
+            unique_key: null,
+            run_at: runAt,
+            attempts: 1,
+            lease_owner: null,
+            created_at: now,
+          })
+          .returning('id')
+          .executeTakeFirstOrThrow();
+      const attempt = (id: number, n: number, fields: Record<string, unknown> = {}) => ({
+        account_id: event.account_id,
+        webhook_endpoint_id: id,
+        event_id: event.id,
+        attempt: 1,
+        status_code: 200,
+        error: null,
+        duration_ms: 25,
+        response_body: 'ok',
+        created_at: now - 60_000 + n,
+        delivery_id: null,
+        ends_delivery: 1,
+        trigger: 'resend' as const,
+        ...fields,
+      });
+      const due = await job(endpointId, now + 3_600_000);
+      const parked = await job(disabledId, PARKED_AT);
+      await db.kysely
+        .insertInto('webhook_attempts')
+        .values([
+          attempt(endpointId, 0, { attempt: 8, status_code: null, error: 'connection refused', trigger: 'event' }),
+          ...Array.from({ length: 58 }, (_, n) => attempt(endpointId, n + 1)),
+          attempt(endpointId, 59, { status_code: 503, ends_delivery: 0, delivery_id: due.id, trigger: 'event' }),
+          attempt(disabledId, 0, { status_code: 500, ends_delivery: 0, delivery_id: parked.id, trigger: 'event' }),
+        ])
+        .execute();
+    } finally {
+      await db.close();
+    }
+  }
+
   it('adds an endpoint, copies its secret once, sends a test event that arrives signed, and resends it', async () => {
     const hooks = receiver!;
     const page = await openPage();
@@ -190,6 +254,10 @@ describe.runIf(runnable)(`the console's webhooks in a real browser (Chromium, se
     expect(second.headers['webhook-id']).toBe(event.id);
     expect((verifier.verify(second.body, second.headers) as { id: string }).id).toBe(event.id);
     expect(await logRows(page, event.id, 2)).toBe(2);
+    // The newest row is the resend's: its attempt is numbered 1 again, and says so.
+    const resentRow = page.locator('#delivery-log tbody tr', { hasText: event.id }).first();
+    await expect(resentRow.textContent()).resolves.toMatch(/1 \(resend\)/);
+    await expect(page.locator('#delivery-log tbody tr', { hasText: '(resend)' }).count()).resolves.toBe(1);
     await page.screenshot({ path: join(ARTIFACTS, 'webhooks-04-resent.png'), fullPage: true });
     expect(hooks.arrivals).toHaveLength(2);
 
@@ -218,12 +286,28 @@ describe.runIf(runnable)(`the console's webhooks in a real browser (Chromium, se
     await page.goto(`${base()}${longPath}`);
     await page.getByRole('button', { name: 'Disable' }).click();
     await page.getByText('This endpoint is disabled').waitFor();
+
+    // A long delivery log in every state (issue 49): more than a page of attempts, resends among
+    // them, one whose retry is due, one whose retries ran out; on the disabled one, a paused retry.
+    await fillDeliveryLog(Number(endpointPath.split('/').at(-1)), Number(longPath.split('/').at(-1)));
+    await page.goto(`${base()}${endpointPath}`);
+    expect(await page.locator('#delivery-log tbody tr').count()).toBe(50);
+    await expect(page.locator('#delivery-log tbody tr').first().textContent()).resolves.toMatch(/Retry due at /);
+    const older = await page.getByRole('link', { name: 'Older →' }).getAttribute('href');
+    expect(older).toMatch(new RegExp(`^${endpointPath}\\?cursor=`));
+    await page.goto(`${base()}${older}`);
+    expect(await page.locator('#delivery-log tbody tr').count()).toBeGreaterThan(0);
+    await expect(page.locator('#delivery-log').textContent()).resolves.toContain('Failed: no more retries');
+    await page.getByRole('link', { name: '← Newer' }).waitFor();
+    await page.goto(`${base()}${longPath}`);
+    await expect(page.locator('#delivery-log').textContent()).resolves.toContain('Retry paused');
     await page.close();
 
     const paths = [
       '/admin/overview',
       '/admin/webhooks',
       endpointPath,
+      older as string,
       `${endpointPath}/secret`,
       `${endpointPath}/rotate`,
       `${endpointPath}/delete`,
@@ -242,7 +326,8 @@ describe.runIf(runnable)(`the console's webhooks in a real browser (Chromium, se
     const check = async (label: string) => failures.push(...(await axeFailures(auditPage, label)));
     for (const path of paths) {
       await auditPage.goto(`${base()}${path}`);
-      expect(new URL(auditPage.url()).pathname).toBe(path);
+      const at = new URL(auditPage.url());
+      expect(`${at.pathname}${at.search}`).toBe(path);
       await check(path);
     }
     // The page that shows a new secret, and a refused form with its summary.

@@ -341,6 +341,82 @@ describe('an endpoint’s page', () => {
   });
 });
 
+describe('the delivery log of an endpoint', () => {
+  it('says what follows each attempt, marks resends, and pages 50 at a time, newest first', async () => {
+    const browser = await signedIn(t, merchant);
+    const { id } = await addEndpoint(browser);
+    await browser.submit(`/admin/webhooks/${id}/test`);
+    const ping = await t.db.kysely
+      .selectFrom('events')
+      .selectAll()
+      .where('account_id', '=', merchant.accountId)
+      .executeTakeFirstOrThrow();
+    const now = t.clock.now();
+    const row = (n: number, fields: Record<string, unknown>) => ({
+      account_id: merchant.accountId,
+      webhook_endpoint_id: id,
+      event_id: ping.id,
+      attempt: 1,
+      status_code: 200,
+      error: null,
+      duration_ms: 10,
+      response_body: 'ok',
+      created_at: now - 100_000 + n,
+      delivery_id: null,
+      ends_delivery: 1,
+      trigger: 'event' as const,
+      ...fields,
+    });
+    // 54 older attempts (the oldest: a delivery whose retries ran out), then one whose retry is due.
+    await t.db.kysely
+      .insertInto('webhook_attempts')
+      .values([
+        row(0, { status_code: 500, ends_delivery: 1, attempt: 8 }),
+        ...Array.from({ length: 52 }, (_, n) => row(n + 1, { trigger: 'resend' })),
+        row(53, { status_code: 500, ends_delivery: 1, attempt: 8 }),
+      ])
+      .execute();
+    // The test event's delivery, as the runner leaves it after a failed first attempt.
+    const job = await t.db.kysely
+      .selectFrom('jobs')
+      .select('id')
+      .where('group_key', '=', `webhook_endpoint:${id}`)
+      .executeTakeFirstOrThrow();
+    const dueAt = now + 5_123;
+    await t.db.kysely.updateTable('jobs').set({ attempts: 1, run_at: dueAt }).where('id', '=', job.id).execute();
+    await t.db.kysely
+      .insertInto('webhook_attempts')
+      .values(row(54, { status_code: 503, ends_delivery: 0, delivery_id: Number(job.id) }))
+      .execute();
+
+    const rowsOf = (body: string) => body.slice(body.indexOf('id="delivery-log"')).split('<tr>').slice(2);
+    const first = await browser.get(`/admin/webhooks/${id}`);
+    expect(first.statusCode).toBe(200);
+    const rows = rowsOf(first.body);
+    expect(rows).toHaveLength(50);
+    const due = new Date(dueAt).toISOString().slice(0, 19).replace('T', ' ');
+    expect(rows[0]).toContain(`Retry due at ${due} UTC`);
+    expect(rows[0]).toContain('503');
+    expect(rows[1]).toContain('Failed: no more retries');
+    expect(rows[2]).toContain('Delivered');
+    expect(rows[2]).toContain('(resend)');
+    expect(rows[0]).not.toContain('(resend)');
+    const older = /<a rel="next" href="([^"]+)">Older →<\/a>/.exec(first.body)?.[1];
+    expect(older, first.body).toMatch(new RegExp(`^/admin/webhooks/${id}\\?cursor=`));
+    expect(first.body).not.toContain('← Newer');
+
+    const second = await browser.get(older!.replaceAll('&amp;', '&'));
+    expect(second.statusCode).toBe(200);
+    const rest = rowsOf(second.body);
+    expect(rest).toHaveLength(5);
+    expect(rest.at(-1)).toContain('Failed: no more retries');
+    expect(second.body).not.toContain('Older →');
+    const newer = /<a rel="prev" href="([^"]+)">← Newer<\/a>/.exec(second.body)?.[1];
+    expect(newer).toBeDefined();
+    expect(rowsOf((await browser.get(newer!)).body)).toHaveLength(50);
+  });
+});
+
 describe('another account’s endpoint', () => {
   it('is not found on any of its pages, and its actions change nothing', async () => {
     const owner = await signedIn(t, merchant);

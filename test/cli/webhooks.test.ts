@@ -1,6 +1,41 @@
+import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { systemClock } from '../../src/clock.js';
+import { DEFAULT_EVENT_SETTINGS } from '../../src/config.js';
+import { JobRunner } from '../../src/jobs/runner.js';
+import { createServices } from '../../src/services.js';
+import { openDb } from '../../src/storage/db.js';
+import { UnitOfWork } from '../../src/storage/unit-of-work.js';
 import { cliChecks, loyalty, loyaltyInProcess } from '../helpers/cli.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
+import { WebhookReceiver } from '../helpers/receiver.js';
+
+/**
+ * Makes the deliveries due now on the database at `url`, as a server's job runner would (a
+ * retry schedule of one minute, loopback receivers allowed); answers how many were attempted.
+ */
+async function deliverDue(url: string): Promise<number> {
+  const db = openDb(url, { poolMax: 2 });
+  const services = createServices(db, {
+    clock: systemClock,
+    accessTokenTtlSeconds: 3600,
+    events: { ...DEFAULT_EVENT_SETTINGS, webhookRetrySchedule: [60], webhookAllowPrivateNetworks: true },
+  });
+  const runner = new JobRunner(
+    db,
+    new UnitOfWork(db.kysely, systemClock),
+    services.jobs,
+    systemClock,
+    [services.webhooks.deliveryJob()],
+    pino({ level: 'silent' }),
+  );
+  try {
+    return await runner.runDue();
+  } finally {
+    services.webhooks.deliverer.close();
+    await db.close();
+  }
+}
 
 // `loyalty webhooks …`: the same service as the API, `--json` printing the API's objects.
 describe('loyalty webhooks', () => {
@@ -132,6 +167,57 @@ describe('loyalty webhooks', () => {
     expect((await fails(['webhooks', 'deliveries', id, '--account', account, '--limit', '251'])).code).toBe(
       'invalid_parameter',
     );
+  });
+
+  it('says in the delivery log when a failed attempt is retried, and marks a resend', async () => {
+    const receiver = await WebhookReceiver.start();
+    try {
+      env = { ...env, WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' };
+      receiver.answer = () => ({ status: 503 });
+      const created = await ok(['webhooks', 'create', '--account', account, '--url', receiver.url]);
+      const id = String(created.webhook_endpoint.id);
+      const { event } = await ok(['webhooks', 'test', id, '--account', account]);
+      expect(await deliverDue(database.url)).toBe(1);
+
+      const [failed] = (await ok(['webhooks', 'deliveries', id, '--account', account])).webhook_deliveries;
+      expect(failed).toMatchObject({ event_id: event.id, attempt: 1, status_code: 503, outcome: 'retry_due' });
+      expect(failed.trigger).toBe('event');
+      const madeAt = Date.parse(failed.created_at);
+      const dueAt = Date.parse(failed.next_attempt_at);
+      // One minute after the attempt, up to 10 % later.
+      expect(dueAt).toBeGreaterThanOrEqual(madeAt + 60_000);
+      expect(dueAt).toBeLessThanOrEqual(madeAt + 66_000);
+      const text = await loyaltyInProcess(['webhooks', 'deliveries', id, '--account', account], env);
+      expect(text.code).toBe(0);
+      expect(text.stdout.trim().split('\t')).toEqual([
+        failed.created_at,
+        event.id,
+        'ping',
+        'attempt 1',
+        'HTTP 503',
+        `${failed.duration_ms} ms`,
+        `retry due at ${failed.next_attempt_at}`,
+      ]);
+
+      // A resend is a new delivery: its attempt is numbered 1 again, and says it was a resend.
+      receiver.answer = () => ({ status: 200 });
+      await ok(['webhooks', 'resend', '--account', account, '--event', event.id, '--endpoint', id]);
+      expect(await deliverDue(database.url)).toBe(1);
+      const [resent, first] = (await ok(['webhooks', 'deliveries', id, '--account', account])).webhook_deliveries;
+      expect(resent).toMatchObject({ event_id: event.id, attempt: 1, trigger: 'resend', outcome: 'succeeded' });
+      expect(resent.next_attempt_at).toBeNull();
+      expect(first).toMatchObject({ attempt: 1, trigger: 'event', outcome: 'retry_due' });
+      const lines = (await loyaltyInProcess(['webhooks', 'deliveries', id, '--account', account], env)).stdout
+        .trim()
+        .split('\n')
+        .map((line) => line.split('\t').slice(3));
+      expect(lines).toEqual([
+        ['attempt 1 (resend)', 'HTTP 200', `${resent.duration_ms} ms`, 'delivered'],
+        ['attempt 1', 'HTTP 503', `${first.duration_ms} ms`, `retry due at ${first.next_attempt_at}`],
+      ]);
+    } finally {
+      await receiver.close();
+    }
   });
 
   it('prints readable text without --json, the secret once', async () => {

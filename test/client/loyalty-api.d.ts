@@ -593,7 +593,7 @@ export interface paths {
         };
         /**
          * List a webhook endpoint's delivery attempts, newest first
-         * @description The delivery log: each attempt with its time, duration, status code or error, and the first 1 KiB of the answer. Filter `event_id` (`evt_…`). A cursor carries its filters: sending it with other filters is `400 invalid_cursor`.
+         * @description The delivery log: each attempt with its time, duration, status code or error, the first 1 KiB of the answer, and what followed it (`outcome`): for a failed attempt whose delivery is retried, `next_attempt_at` says when. The attempts of a resend are numbered from 1 with `trigger` `resend`. Filter `event_id` (`evt_…`). A cursor carries its filters: sending it with other filters is `400 invalid_cursor`.
          */
         get: operations["listWebhookDeliveries"];
         put?: never;
@@ -615,7 +615,7 @@ export interface paths {
         put?: never;
         /**
          * Send an event to a webhook endpoint again
-         * @description A new delivery of the event (`evt_…`) to the endpoint named, whatever its type and whether or not the endpoint subscribes to it, with its own retries. An event or endpoint the account does not have is `404 not_found`, and so is an event the credential's scopes cannot read or the endpoint may not be sent, and, for an app's token, an endpoint its app did not make; a disabled endpoint is `400 invalid_parameter`. Answers `202` with no body.
+         * @description A new delivery of the event (`evt_…`) to the endpoint named, whatever its type and whether or not the endpoint subscribes to it, with its own retries; its attempts show in the delivery log numbered from 1, with `trigger` `resend`. An event or endpoint the account does not have is `404 not_found`, and so is an event the credential's scopes cannot read or the endpoint may not be sent, and, for an app's token, an endpoint its app did not make; a disabled endpoint is `400 invalid_parameter`. Answers `202` with no body.
          */
         post: operations["resendEvent"];
         delete?: never;
@@ -1653,12 +1653,15 @@ export interface components {
          *       "id": 81,
          *       "event_id": "evt_4bX9zQpL2mN7rT5vW8yK1cD3",
          *       "event_type": "points_purchase.created",
-         *       "attempt": 1,
-         *       "status_code": 200,
+         *       "attempt": 2,
+         *       "status_code": 503,
          *       "error": null,
          *       "duration_ms": 42,
-         *       "response_body": "ok",
-         *       "created_at": "2026-01-05T16:30:01.000Z"
+         *       "response_body": "busy",
+         *       "created_at": "2026-01-05T16:30:01.000Z",
+         *       "trigger": "event",
+         *       "outcome": "retry_due",
+         *       "next_attempt_at": "2026-01-05T16:35:01.000Z"
          *     }
          */
         WebhookDelivery: {
@@ -1668,7 +1671,7 @@ export interface components {
             event_id: string;
             /** @description The event's type */
             event_type: string;
-            /** @description Which attempt of this delivery, from 1 */
+            /** @description Which attempt of its delivery, from 1. A resend is a new delivery, numbered from 1 again: its attempts have `trigger` `resend` */
             attempt: number;
             /** @description The receiver's HTTP status, or null when no answer came (see error) */
             status_code: number | null;
@@ -1683,6 +1686,18 @@ export interface components {
              * @description When the attempt was made
              */
             created_at: string;
+            /**
+             * @description What made this attempt's delivery: `event`, the event itself (sent to each endpoint subscribed to its type, or a test event to its endpoint); `resend`, a resend by hand (`POST /v1/events/{id}/resend`, `loyalty webhooks resend`, the console)
+             * @enum {string}
+             */
+            trigger: "event" | "resend";
+            /**
+             * @description What followed the attempt: `succeeded` (a 2xx answer: the delivery is done); `retry_due` (it failed and the delivery is tried again at `next_attempt_at`); `retried` (it failed and a later attempt of the delivery followed); `failed` (it failed and the retries ran out: the delivery failed, and is not tried again unless resent); `paused` (it failed and the endpoint is disabled: the retry waits until it is enabled again)
+             * @enum {string}
+             */
+            outcome: "succeeded" | "retry_due" | "retried" | "failed" | "paused";
+            /** @description When the delivery is tried again after this failed attempt (`outcome` `retry_due`): the time its retry is due, up to 10 % later than the retry schedule says (jitter), or now while that retry is under way. Null for every other outcome: the attempt succeeded, a later attempt followed, the retries ran out, or the endpoint is disabled */
+            next_attempt_at: string | null;
         };
         /** @description A `customer.created` event: A customer was made (create_or_update, an activity, the CLI, the console). */
         CustomerCreatedEvent: {

@@ -490,7 +490,10 @@ describe('webhook endpoints', () => {
     expect(response.body).toBe('');
     const jobs = await deliveryJobs(t);
     expect(jobs).toHaveLength(before + 1);
-    expect(jobs.at(-1)).toMatchObject({ subjectId: Number(evt.id), payload: { webhook_endpoint_id: endpoint.id } });
+    expect(jobs.at(-1)).toMatchObject({
+      subjectId: Number(evt.id),
+      payload: { webhook_endpoint_id: endpoint.id, trigger: 'resend' },
+    });
     const unchanged = await counts(t);
     expectError(
       await send('POST', '/v1/events/evt_doesnotexist000000000000/resend', { webhook_endpoint_id: endpoint.id }),
@@ -548,6 +551,10 @@ describe('webhook endpoints', () => {
       duration_ms: 12,
       response_body: 'oops',
       created_at: new Date(t.clock.now() + 1).toISOString(),
+      // Made by hand, linked to no delivery: what it recorded, that no retry followed (see delivery-log.test.ts).
+      trigger: 'event',
+      outcome: 'failed',
+      next_attempt_at: null,
     });
     expect(body.webhook_deliveries.map((d: { event_id: string; attempt: number }) => [d.event_id, d.attempt])).toEqual([
       [second.id, 1],

@@ -136,7 +136,10 @@ export function registerWebhookCommands(program: Command): void {
     );
   webhooks
     .command('deliveries')
-    .description("an endpoint's delivery attempts, newest first")
+    .description(
+      "an endpoint's delivery attempts, newest first, each with what followed it: delivered, retry due at <time>, " +
+        "retried, failed: no more retries, or retry paused (endpoint disabled); a resend's attempts say (resend)",
+    )
     .argument('<id>', 'the endpoint id')
     .requiredOption('--account <id>', 'the account')
     .option('--event <evt_id>', 'only the attempts of this event')
@@ -188,6 +191,23 @@ function endpointLine(e: WebhookEndpoint): string {
 }
 
 function deliveryLine(d: WebhookDelivery): string {
-  const outcome = d.status_code === null ? (d.error ?? 'no answer') : `HTTP ${d.status_code}`;
-  return [d.created_at, d.event_id, d.event_type, `attempt ${d.attempt}`, outcome, `${d.duration_ms} ms`].join('\t');
+  const answer = d.status_code === null ? (d.error ?? 'no answer') : `HTTP ${d.status_code}`;
+  const attempt = d.trigger === 'resend' ? `attempt ${d.attempt} (resend)` : `attempt ${d.attempt}`;
+  return [d.created_at, d.event_id, d.event_type, attempt, answer, `${d.duration_ms} ms`, followUpText(d)].join('\t');
+}
+
+/** What followed an attempt, as the console says it. */
+function followUpText(d: WebhookDelivery): string {
+  switch (d.outcome) {
+    case 'succeeded':
+      return 'delivered';
+    case 'retry_due':
+      return `retry due at ${d.next_attempt_at}`;
+    case 'retried':
+      return 'retried';
+    case 'failed':
+      return 'failed: no more retries';
+    case 'paused':
+      return 'retry paused: the endpoint is disabled';
+  }
 }

@@ -28,6 +28,7 @@ import * as webhookEndpointOwners from './2026-11-28T0100-webhook-endpoint-owner
 import * as openingBalances from './2026-11-29T0000-opening-balances.js';
 import * as referralMailboxes from './2026-11-29T0100-referral-mailboxes.js';
 import * as serverSettings from './2026-11-29T0200-server-settings.js';
+import * as webhookAttemptDeliveries from './2026-11-29T0300-webhook-attempt-deliveries.js';
 import * as customersUpdatedMinute from './2026-11-29T0400-customers-updated-minute.js';
 
 /** Every migration, by name; names sort in the order they run. */
@@ -61,5 +62,6 @@ export const migrations: Record<string, Migration> = {
   '2026-11-29T0000-opening-balances': openingBalances,
   '2026-11-29T0100-referral-mailboxes': referralMailboxes,
   '2026-11-29T0200-server-settings': serverSettings,
+  '2026-11-29T0300-webhook-attempt-deliveries': webhookAttemptDeliveries,
   '2026-11-29T0400-customers-updated-minute': customersUpdatedMinute,
 };
