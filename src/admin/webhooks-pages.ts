@@ -22,6 +22,9 @@ const ENDPOINT_FORM: FormView = {
   labels: { url: 'Endpoint URL', description: 'Description', enabled_events: 'Events to send' },
 };
 
+/** Delivery attempts per page of an endpoint's log: at a phone's width, about 200 px each. */
+const LOG_PAGE = 20;
+
 /** An endpoint made in the console receives what its `enabled_events` name (no app grant limits it). */
 const consoleOwner = (accountId: number) => ({ accountId, grantId: null, scopes: null });
 
@@ -103,10 +106,10 @@ const webhooksPages: FastifyPluginAsyncTypebox = async (app) => {
     });
   });
 
-  /** What the endpoint page shows besides its edit form. */
+  /** What the endpoint page shows besides its edit form: a page of its log short enough for a phone. */
   const endpointData = async (accountId: number, id: number, cursor: string | undefined) => {
     const endpoint = await webhooks.get(accountId, id);
-    const log = await webhooks.deliveries(accountId, id, { limit: 50, ...(cursor ? { cursor } : {}) });
+    const log = await webhooks.deliveries(accountId, id, { limit: LOG_PAGE, ...(cursor ? { cursor } : {}) });
     return {
       title: endpoint.url,
       endpoint,

@@ -342,7 +342,7 @@ describe('an endpoint’s page', () => {
 });
 
 describe('the delivery log of an endpoint', () => {
-  it('says what follows each attempt, marks resends, and pages 50 at a time, newest first', async () => {
+  it('says what follows each attempt, marks resends, and pages 20 at a time, newest first', async () => {
     const browser = await signedIn(t, merchant);
     const { id } = await addEndpoint(browser);
     await browser.submit(`/admin/webhooks/${id}/test`);
@@ -367,13 +367,13 @@ describe('the delivery log of an endpoint', () => {
       trigger: 'event' as const,
       ...fields,
     });
-    // 54 older attempts (the oldest: a delivery whose retries ran out), then one whose retry is due.
+    // 24 older attempts (the oldest: a delivery whose retries ran out), then one whose retry is due.
     await t.db.kysely
       .insertInto('webhook_attempts')
       .values([
         row(0, { status_code: 500, ends_delivery: 1, attempt: 8 }),
-        ...Array.from({ length: 52 }, (_, n) => row(n + 1, { trigger: 'resend' })),
-        row(53, { status_code: 500, ends_delivery: 1, attempt: 8 }),
+        ...Array.from({ length: 22 }, (_, n) => row(n + 1, { trigger: 'resend' })),
+        row(23, { status_code: 500, ends_delivery: 1, attempt: 8 }),
       ])
       .execute();
     // The test event's delivery, as the runner leaves it after a failed first attempt.
@@ -386,14 +386,14 @@ describe('the delivery log of an endpoint', () => {
     await t.db.kysely.updateTable('jobs').set({ attempts: 1, run_at: dueAt }).where('id', '=', job.id).execute();
     await t.db.kysely
       .insertInto('webhook_attempts')
-      .values(row(54, { status_code: 503, ends_delivery: 0, delivery_id: Number(job.id) }))
+      .values(row(24, { status_code: 503, ends_delivery: 0, delivery_id: Number(job.id) }))
       .execute();
 
     const rowsOf = (body: string) => body.slice(body.indexOf('id="delivery-log"')).split('<tr>').slice(2);
     const first = await browser.get(`/admin/webhooks/${id}`);
     expect(first.statusCode).toBe(200);
     const rows = rowsOf(first.body);
-    expect(rows).toHaveLength(50);
+    expect(rows).toHaveLength(20);
     const due = new Date(dueAt).toISOString().slice(0, 19).replace('T', ' ');
     expect(rows[0]).toContain(`Retry due at ${due} UTC`);
     expect(rows[0]).toContain('503');
@@ -413,7 +413,7 @@ describe('the delivery log of an endpoint', () => {
     expect(second.body).not.toContain('Older →');
     const newer = /<a rel="prev" href="([^"]+)">← Newer<\/a>/.exec(second.body)?.[1];
     expect(newer).toBeDefined();
-    expect(rowsOf((await browser.get(newer!)).body)).toHaveLength(50);
+    expect(rowsOf((await browser.get(newer!)).body)).toHaveLength(20);
   });
 });
 
