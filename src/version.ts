@@ -3,20 +3,25 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /**
- * The service's version: package.json's, read once wherever this module was compiled to (dist/ or
- * src/ under the tests). The one source of `GET /version`, the OpenAPI document's `info.version`,
- * the webhooks' User-Agent and `loyalty --version`.
+ * The package's folder, where package.json is, wherever this module was compiled to (dist/,
+ * dist-bench/src/, or src/ itself under the tests). Files tsc does not copy are read from there.
  */
-export const VERSION = packageVersion();
+export const PACKAGE_ROOT = packageRoot();
 
-function packageVersion(): string {
+/**
+ * The service's version: package.json's, read once. The one source of `GET /version`, the
+ * OpenAPI document's `info.version`, the webhooks' User-Agent and `loyalty --version`.
+ */
+export const VERSION = String(
+  (JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { version?: string }).version ?? '0.0.0',
+);
+
+function packageRoot(): string {
   let dir = dirname(fileURLToPath(import.meta.url));
-  for (;;) {
-    const file = join(dir, 'package.json');
-    if (existsSync(file))
-      return String((JSON.parse(readFileSync(file, 'utf8')) as { version?: string }).version ?? '0.0.0');
+  while (!existsSync(join(dir, 'package.json'))) {
     const parent = dirname(dir);
-    if (parent === dir) return '0.0.0';
+    if (parent === dir) throw new Error(`no package.json above ${fileURLToPath(import.meta.url)}`);
     dir = parent;
   }
+  return dir;
 }

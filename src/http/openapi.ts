@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance, FastifySchema, RouteOptions } from 'fastify';
@@ -5,7 +7,7 @@ import { ALL_SCOPES, SCOPE_DESCRIPTIONS } from '../auth/scopes.js';
 import { type Config, publicBaseUrl } from '../config.js';
 import { EVENT_TYPE_NAMES, EVENT_TYPES, type EventType } from '../events/catalog.js';
 import { EVENT_DATA, eventOf } from '../events/schemas.js';
-import { VERSION } from '../version.js';
+import { PACKAGE_ROOT, VERSION } from '../version.js';
 import type { RouteAuth } from './auth.js';
 import { errorResponse } from './schemas.js';
 
@@ -25,6 +27,19 @@ export const DOCS_CSP = {
   'object-src': ["'none'"],
   'form-action': ["'self'"],
   'frame-ancestors': ["'none'"],
+};
+
+/** The files of the /docs page's theme: src/http/docs-assets, which tsc does not copy to dist/. */
+const docsAsset = (name: string) => readFileSync(join(PACKAGE_ROOT, 'src', 'http', 'docs-assets', name), 'utf8');
+
+const DOCS_ICON = docsAsset('icon.svg');
+
+/** The service's name, icon, colours and header over Swagger UI's (theme.css and theme.js say why each). */
+const DOCS_THEME = {
+  title: 'Loyalty API reference',
+  css: [{ filename: 'theme.css', content: docsAsset('theme.css') }],
+  js: [{ filename: 'theme.js', content: docsAsset('theme.js') }],
+  favicon: [{ filename: 'icon.svg', rel: 'icon', type: 'image/svg+xml', sizes: 'any', content: DOCS_ICON }],
 };
 
 type Header = { description: string; required?: boolean; schema: Record<string, unknown> };
@@ -150,8 +165,17 @@ export async function registerOpenApi(app: FastifyInstance, config: Config): Pro
   });
   await app.register(swaggerUi, {
     routePrefix: '/docs',
-    uiConfig: { url: '/v1/openapi.json' } as object,
+    uiConfig: {
+      // No top bar: it held Fastify's logo, a box to load any other document and a dark mode
+      // whose colours fail contrast; theme.js puts the service's own header in its place.
+      layout: 'BaseLayout',
+      // A deep link is an <a> inside each operation's button, which screen readers cannot use.
+      deepLinking: false,
+    },
     staticCSP: DOCS_CSP,
+    theme: DOCS_THEME,
+    // Unused by BaseLayout, but without one the page's script carries Fastify's.
+    logo: { type: 'image/svg+xml', content: DOCS_ICON },
   });
 
   app.get(

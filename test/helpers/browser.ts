@@ -70,7 +70,10 @@ export async function overflowAt375(page: Page): Promise<string[]> {
     if (document.documentElement.scrollWidth > width) {
       problems.push(`the page is ${document.documentElement.scrollWidth - width} px wider than the screen`);
     }
-    const scrolls = (element: Element) => ['auto', 'scroll'].includes(getComputedStyle(element).overflowX);
+    // The page's own scrolling is what is looked for, not a box's: the root is never one (Swagger
+    // UI's `html { overflow-y: scroll }` makes its overflow-x auto).
+    const scrolls = (element: Element) =>
+      element !== document.documentElement && ['auto', 'scroll'].includes(getComputedStyle(element).overflowX);
     for (const element of Array.from(document.body.querySelectorAll('*'))) {
       const box = element.getBoundingClientRect();
       if (box.width === 0 || box.height === 0 || box.right <= width + 0.5) continue;
@@ -88,7 +91,8 @@ export async function overflowAt375(page: Page): Promise<string[]> {
 
 /**
  * The words of the page's tables, buttons and navigation broken across lines ("NAM E", "Re vok e"),
- * each as a problem; emails, codes, URLs and keys may break, as they must to fit.
+ * each as a problem; emails, codes, URLs, keys and code blocks (a JSON example in a table of the
+ * API reference) may break, as they must to fit.
  */
 export async function brokenWords(page: Page): Promise<string[]> {
   return page.evaluate(() => {
@@ -96,6 +100,7 @@ export async function brokenWords(page: Page): Promise<string[]> {
     for (const container of Array.from(document.body.querySelectorAll('caption, th, td, button, nav'))) {
       const walker = document.createTreeWalker(container, NodeFilter.SHOW_TEXT);
       for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+        if (node.parentElement?.closest('pre')) continue;
         const text = node.textContent ?? '';
         // A word: what a line may not break inside (a hyphen or a slash may end a line).
         for (const match of text.matchAll(/[^\s/-]+/g)) {
