@@ -2,6 +2,9 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
+import { afterAll, beforeAll } from 'vitest';
+import { createTestDatabaseUrl, type TestDatabaseUrl } from './app.js';
+import { type ServerProcess, startServer } from './server-process.js';
 
 // What the browser tests share: the Chromium they launch, the sign-in form they fill, and what
 // the console's tests check on every page they open (that it fits a phone, and that axe-core
@@ -34,6 +37,30 @@ export function launchChromium(): Promise<Browser> {
       '--disable-sync',
     ],
   });
+}
+
+/**
+ * For a describe block: a test database of its own, a server process on it (started with `env`,
+ * after `seed` filled the database) and Chromium, made before its tests and closed after them.
+ */
+export function serverAndBrowser(
+  options: { env?: Record<string, string>; seed?: (databaseUrl: string) => Promise<void> } = {},
+): { base(): string; browser(): Browser } {
+  let database: TestDatabaseUrl | undefined;
+  let server: ServerProcess | undefined;
+  let browser: Browser | undefined;
+  beforeAll(async () => {
+    database = await createTestDatabaseUrl();
+    await options.seed?.(database.url);
+    server = await startServer({ DATABASE_URL: database.url, ...options.env });
+    browser = await launchChromium();
+  }, 60_000);
+  afterAll(async () => {
+    await browser?.close();
+    await server?.stop('SIGKILL');
+    await database?.drop();
+  });
+  return { base: () => (server as ServerProcess).url, browser: () => browser as Browser };
 }
 
 /** Fills the sign-in form `page` shows (the console's or OAuth's) and submits it. */

@@ -3,11 +3,11 @@
 import { mkdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabaseUrl, type TestDatabaseUrl, testEngine } from '../helpers/app.js';
-import { axeFailures, brokenWords, chromiumRunnable, launchChromium, overflowAt375 } from '../helpers/browser.js';
-import { ROOT, type ServerProcess, startServer } from '../helpers/server-process.js';
+import type { BrowserContext, Page } from 'playwright-core';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { testEngine } from '../helpers/app.js';
+import { axeFailures, brokenWords, chromiumRunnable, overflowAt375, serverAndBrowser } from '../helpers/browser.js';
+import { ROOT } from '../helpers/server-process.js';
 
 // Issue 49, point 14: the API reference at /docs is as accessible as the console and carries the
 // service's name. Swagger UI draws most of the page in the browser, so each check runs on the page
@@ -23,24 +23,8 @@ const FASTIFY_LOGO = readFileSync(
 ).toString('base64');
 
 describe.runIf(chromiumRunnable)(`the API reference (/docs) in a real browser (Chromium, ${testEngine})`, () => {
-  let database: TestDatabaseUrl;
-  let server: ServerProcess | undefined;
-  let browser: Browser | undefined;
-
-  beforeAll(async () => {
-    database = await createTestDatabaseUrl();
-    server = await startServer({ DATABASE_URL: database.url });
-    browser = await launchChromium();
-    mkdirSync(ARTIFACTS, { recursive: true });
-  }, 60_000);
-
-  afterAll(async () => {
-    await browser?.close();
-    await server?.stop('SIGKILL');
-    await database?.drop();
-  });
-
-  const base = () => (server as ServerProcess).url;
+  const { base, browser } = serverAndBrowser();
+  beforeAll(() => mkdirSync(ARTIFACTS, { recursive: true }));
 
   /** /docs in a new page of `context`, once Swagger UI has drawn the operations. */
   async function openDocs(context: BrowserContext): Promise<Page> {
@@ -70,7 +54,7 @@ describe.runIf(chromiumRunnable)(`the API reference (/docs) in a real browser (C
   }
 
   it("is titled with the service's name, shows no Fastify logo and asks nothing of another host", async () => {
-    const context = await (browser as Browser).newContext(DESKTOP);
+    const context = await browser().newContext(DESKTOP);
     const elsewhere: string[] = [];
     const problems: string[] = [];
     context.on('request', (request) => {
@@ -107,7 +91,7 @@ describe.runIf(chromiumRunnable)(`the API reference (/docs) in a real browser (C
       ['375 px', PHONE],
     ] as const) {
       // axe is injected as a script, which the page's CSP forbids: this context alone bypasses it.
-      const audit = await (browser as Browser).newContext({ ...size, bypassCSP: true });
+      const audit = await browser().newContext({ ...size, bypassCSP: true });
       const page = await openDocs(audit);
       failures.push(...(await axeFailures(page, `${name}, as loaded`)));
       await openOperationAndSchema(page);
@@ -120,7 +104,7 @@ describe.runIf(chromiumRunnable)(`the API reference (/docs) in a real browser (C
   }, 180_000);
 
   it("shows where the keyboard is with the console's ring, on operations and schemas alike", async () => {
-    const context = await (browser as Browser).newContext(DESKTOP);
+    const context = await browser().newContext(DESKTOP);
     const page = await openDocs(context);
     // The keyboard is in use: focus moved by script then shows (:focus-visible) as the keyboard's.
     await page.keyboard.press('Tab');
@@ -141,7 +125,7 @@ describe.runIf(chromiumRunnable)(`the API reference (/docs) in a real browser (C
   }, 60_000);
 
   it('fits a 375 px phone, as loaded, with an operation open and tried', async () => {
-    const phone = await (browser as Browser).newContext(PHONE);
+    const phone = await browser().newContext(PHONE);
     const page = await openDocs(phone);
     // Laid out for the phone's width, not shrunk from a desktop's 980 px.
     expect(await page.evaluate(() => document.documentElement.clientWidth)).toBe(375);
