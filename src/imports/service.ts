@@ -869,7 +869,8 @@ function importOf(balance: OpeningBalance): string {
 function alreadyImported(customerId: number, balance: OpeningBalance): string {
   return (
     `customer ${customerId} already has an imported balance (${balance.pointsBalance} points, ${importOf(balance)}): ` +
-    'a balance is imported once per customer; import with set balances to replace it with this file’s'
+    'a balance is imported once per customer; to replace it with this file’s, import again with --set-balances ' +
+    '(in the console: “Set balances to this file’s”)'
   );
 }
 
