@@ -3,8 +3,9 @@ import { PassThrough } from 'node:stream';
 import multipart from '@fastify/multipart';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { DomainError, invalidParameter } from '../errors.js';
+import { DomainError } from '../errors.js';
 import {
+  checkKind,
   csvLines,
   EXPORT_FILTERS,
   EXPORT_FORMATS,
@@ -14,8 +15,8 @@ import {
 } from '../exports/service.js';
 import { MAX_ROW_BYTES } from '../imports/csv.js';
 import { IMPORT_COLUMNS } from '../imports/schemas.js';
-import { MAX_UPLOAD_BYTES } from '../imports/service.js';
-import { Form } from './form.js';
+import { CHECK_BUDGET_MS, type ImportCheck, MAX_UPLOAD_BYTES } from '../imports/service.js';
+import { Form, formErrors } from './form.js';
 import { hide, postWithId, refuseForm, sendPage, typed, withId } from './pages.js';
 
 // Import and export (docs/imports.md, "In the console"): a CSV file uploaded, its columns mapped,
@@ -29,6 +30,16 @@ const REFUSALS_PAGE = 1000;
 const REFUSAL_COLUMNS = ['line', 'message'];
 /** Fields besides the file an upload form has (its CSRF token). */
 const UPLOAD_FIELDS = 2;
+/** Rows of the file the mapping step shows each column's values of, and the characters shown of one. */
+const SAMPLE_ROWS = 3;
+const SAMPLE_LENGTH = 40;
+/** The export form's fields, by their labels. */
+const EXPORT_LABELS: Record<string, string> = {
+  kind: 'Records',
+  format: 'Format',
+  updated_at_min: 'Changed since',
+  customer_id: 'Customer id',
+};
 
 const ExportQuery = Type.Object({
   kind: Type.String({ maxLength: 50 }),
@@ -55,6 +66,16 @@ function suggestedColumn(name: string): string {
   const aliases: Record<string, string> = { e_mail: 'email', email_address: 'email', balance: 'points_balance' };
   const column = aliases[tidy] ?? tidy;
   return (IMPORT_COLUMNS as readonly string[]).includes(column) ? column : '';
+}
+
+/** A column's first values as the mapping step shows them: each in quotes, cut after SAMPLE_LENGTH characters. */
+function sampleHint(values: readonly string[]): string {
+  const shown = values.map((value) => {
+    const characters = Array.from(value.trim());
+    if (characters.length === 0) return '(empty)';
+    return `“${characters.length > SAMPLE_LENGTH ? `${characters.slice(0, SAMPLE_LENGTH).join('')}…` : characters.join('')}”`;
+  });
+  return `${shown.length === 1 ? 'First value' : `First ${shown.length} values`}: ${shown.join(', ')}`;
 }
 
 const importsPages: FastifyPluginAsyncTypebox = async (app) => {
@@ -122,20 +143,27 @@ const importsPages: FastifyPluginAsyncTypebox = async (app) => {
     chosen?: readonly string[],
     error?: DomainError,
     setBalances = false,
+    check?: ImportCheck,
   ) => {
     const upload = await imports.uploaded(accountId, uploadId);
+    const samples = await imports.samples(accountId, uploadId, SAMPLE_ROWS);
+    const atField = error?.details?.some((detail) => detail.field.startsWith('mapping.')) === true;
     return {
       title: `Map the columns of ${upload.fileName}`,
       upload,
       setBalances,
+      noRows: samples.length === 0,
       columns: upload.names.map((name, i) => ({
         index: i,
         name,
         value: chosen?.[i] ?? suggestedColumn(name),
+        hint: samples.length === 0 ? undefined : sampleHint(samples.map((row) => row[i] ?? '')),
         error: error?.details?.find((detail) => detail.field === `mapping.${i}`)?.message,
       })),
       options: [{ value: '', label: 'Ignore this column' }, ...IMPORT_COLUMNS.map((c) => ({ value: c, label: c }))],
-      error: error && !error.details?.some((detail) => detail.field.startsWith('mapping.')) ? error.message : undefined,
+      error: error && !atField ? capitalised(error.message) : undefined,
+      check,
+      checkSeconds: CHECK_BUDGET_MS / 1000,
     };
   };
 
@@ -165,6 +193,17 @@ const importsPages: FastifyPluginAsyncTypebox = async (app) => {
       );
     }
     try {
+      if (form.checked('check')) {
+        // "Check without importing": the CLI's --dry-run, its answer shown with the form as it was sent.
+        const check = await imports.check(accountId, upload.id, chosen, { setBalances, refusalsKept: REFUSALS_SHOWN });
+        return sendPage(
+          reply,
+          request,
+          200,
+          'import-mapping',
+          await mappingPage(accountId, upload.id, chosen, undefined, setBalances, check),
+        );
+      }
       const importId = await imports.start(accountId, upload.id, chosen, { setBalances });
       return reply.redirect(`/admin/imports/${importId}`, 303);
     } catch (error) {
@@ -208,39 +247,56 @@ const importsPages: FastifyPluginAsyncTypebox = async (app) => {
       .send(out);
   });
 
-  // A download: nothing is sent until the export has checked its filters (an error is a page).
+  // A download: nothing is sent until the export has checked its filters. A filter it refuses shows
+  // the form again, as it was sent, with the error at its field.
   app.get('/exports', { schema: { ...hide, querystring: ExportQuery } }, async (request, reply) => {
     const { accountId } = request.console!.user;
     const { kind, format = 'csv', ...given } = request.query;
-    if (!(EXPORT_KINDS as readonly string[]).includes(kind)) {
-      throw invalidParameter('kind', `must be one of ${EXPORT_KINDS.join(', ')}`);
+    try {
+      const allowed = EXPORT_FILTERS[checkKind(kind)];
+      const filters = Object.fromEntries(
+        Object.entries(given).filter(([name, value]) => allowed.includes(name) && value !== undefined && value !== ''),
+      );
+      const out = new PassThrough();
+      let begin = () => {};
+      const begun = new Promise<void>((resolve) => {
+        begin = resolve;
+      });
+      const done = exports.export(kind, accountId, format, filters, async (text) => {
+        begin();
+        if (!out.write(text)) await once(out, 'drain');
+      });
+      await Promise.race([begun, done]);
+      done.then(
+        () => out.end(),
+        (error: Error) => out.destroy(error),
+      );
+      return reply
+        .type(format === 'jsonl' ? 'application/x-ndjson; charset=utf-8' : 'text/csv; charset=utf-8')
+        .header(
+          'content-disposition',
+          `attachment; filename="${exports.fileName(kind as ExportKind, format as ExportFormat)}"`,
+        )
+        .send(out);
+    } catch (error) {
+      if (!(error instanceof DomainError) || error.code !== 'invalid_parameter') throw error;
+      const errors = formErrors(error, 'export', Object.keys(EXPORT_LABELS), { labels: EXPORT_LABELS });
+      const count = errors.items.length;
+      return sendPage(reply, request, error.status, 'imports', {
+        ...(await overview(accountId)),
+        exportValues: { kind, format, ...given },
+        errors: {
+          ...errors,
+          summary: `The export has ${count} ${count === 1 ? 'error' : 'errors'}: nothing was downloaded.`,
+        },
+      });
     }
-    const allowed = EXPORT_FILTERS[kind as ExportKind];
-    const filters = Object.fromEntries(
-      Object.entries(given).filter(([name, value]) => allowed.includes(name) && value !== undefined && value !== ''),
-    );
-    const out = new PassThrough();
-    let begin = () => {};
-    const begun = new Promise<void>((resolve) => {
-      begin = resolve;
-    });
-    const done = exports.export(kind, accountId, format, filters, async (text) => {
-      begin();
-      if (!out.write(text)) await once(out, 'drain');
-    });
-    await Promise.race([begun, done]);
-    done.then(
-      () => out.end(),
-      (error: Error) => out.destroy(error),
-    );
-    return reply
-      .type(format === 'jsonl' ? 'application/x-ndjson; charset=utf-8' : 'text/csv; charset=utf-8')
-      .header(
-        'content-disposition',
-        `attachment; filename="${exports.fileName(kind as ExportKind, format as ExportFormat)}"`,
-      )
-      .send(out);
   });
 };
+
+/** A service's message as the start of a sentence. */
+function capitalised(message: string): string {
+  return message.charAt(0).toUpperCase() + message.slice(1);
+}
 
 export default importsPages;

@@ -7,7 +7,8 @@ import type { Clock } from '../clock.js';
 import { Id } from '../common-schemas.js';
 import { CustomersQuery } from '../customers/schemas.js';
 import type { CustomersService } from '../customers/service.js';
-import { invalidParameter } from '../errors.js';
+import { DomainError, invalidParameter } from '../errors.js';
+import { oneOf, quoted } from '../imports/refusals.js';
 import { IMPORT_COLUMNS } from '../imports/schemas.js';
 import { UpdatedAtMin } from '../pagination/schemas.js';
 import { PointsTransaction, PointsTransactionsQuery } from '../points-transactions/schemas.js';
@@ -182,18 +183,40 @@ const ACTIVITY_COLUMNS = [
   'updated_at',
 ];
 
-function checkKind(kind: string): ExportKind {
+/** `kind` as an export's, or `invalid_parameter` saying which there are. */
+export function checkKind(kind: string): ExportKind {
   if (!(EXPORT_KINDS as readonly string[]).includes(kind)) {
-    throw invalidParameter('kind', `must be one of ${EXPORT_KINDS.join(', ')}`);
+    throw invalidParameter('kind', `must be ${oneOf(EXPORT_KINDS)}, got ${quoted(kind)}`);
   }
   return kind as ExportKind;
 }
 
 function checkFormat(format: string): ExportFormat {
   if (!(EXPORT_FORMATS as readonly string[]).includes(format)) {
-    throw invalidParameter('format', `must be one of ${EXPORT_FORMATS.join(', ')}`);
+    throw invalidParameter('format', `must be ${oneOf(EXPORT_FORMATS)}, got ${quoted(format)}`);
   }
   return format as ExportFormat;
+}
+
+/** What each filter that is not one of a few values accepts, in words (its query's schema checks it). */
+const FILTER_ACCEPTS: Readonly<Record<string, string>> = {
+  customer_id: 'a customer id: a whole number from 1, written without leading zeros, such as 42',
+  updated_at_min: 'a time with its time zone (ISO 8601), such as 2026-01-31T00:00:00Z',
+  email: 'an email address',
+  code: 'a reward code',
+};
+
+/**
+ * Why a filter's value was refused, in words: what it accepts (a few values are named), or its
+ * bound, with what was given.
+ */
+function filterRefusal(name: string, schema: TSchema, value: string, schemaMessage: string): string {
+  const long = /^must NOT have more than (\d+) characters$/.exec(schemaMessage);
+  if (long) return `must be at most ${long[1]} characters long, got ${Array.from(value).length}`;
+  if (/^must NOT have fewer than 1 characters$/.test(schemaMessage)) return 'must not be empty';
+  const values = (schema as { enum?: unknown }).enum;
+  const accepts = Array.isArray(values) ? oneOf(values.map(String)) : (FILTER_ACCEPTS[name] ?? 'another value');
+  return `must be ${accepts}, got ${quoted(value)}`;
 }
 
 /**
@@ -210,7 +233,12 @@ function checkFilters(kind: ExportKind, filters: Readonly<Record<string, string 
     }
     const schema = QUERIES[kind].properties[name] as TSchema & { type?: unknown };
     const read = schema.type === 'integer' && DECIMAL_INTEGER.test(value) ? Number(value) : value;
-    checked[name] = validate(schema, read, name) as string | number;
+    try {
+      checked[name] = validate(schema, read, name) as string | number;
+    } catch (error) {
+      if (!(error instanceof DomainError)) throw error;
+      throw invalidParameter(name, filterRefusal(name, schema, value, error.details?.[0]?.message ?? ''));
+    }
   }
   return checked;
 }

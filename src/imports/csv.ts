@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { parse } from 'csv-parse';
+import { columnName, csvRefusal, quoteInsideRefusal } from './refusals.js';
 
 // Reading a CSV file row by row with csv-parse (quotes, embedded newlines, a byte-order mark,
 // CRLF), streamed: memory stays flat whatever the file's size. The separator is `,` or `;`, as the
@@ -20,6 +21,8 @@ export type CsvRow =
   | {
       readonly line: number;
       readonly cells: ReadonlyMap<string, string>;
+      /** The row's cells in the file's order, whatever their columns are read as (the mapping step's samples). */
+      readonly texts: readonly string[];
       readonly error?: undefined;
       readonly end: CsvPosition;
     }
@@ -40,6 +43,9 @@ export interface CsvResume extends CsvPosition {
   readonly delimiter: ',' | ';';
   readonly columns: readonly string[];
 }
+
+/** How a file in another encoding is made one an import reads. */
+const SAVE_AS_UTF8 = 'save the file as UTF-8 (a spreadsheet’s “CSV UTF-8”)';
 
 /** What the decoder puts for bytes that are not UTF-8 (a file saved in another encoding). */
 const NOT_UTF8 = '\uFFFD';
@@ -62,6 +68,8 @@ interface Dropped {
   /** Its bytes and line breaks, its record delimiter aside. */
   readonly bytes: number;
   readonly lineBreaks: number;
+  /** The index of the cell the quote that did not end it is in. */
+  readonly field: number;
 }
 
 const QUOTE = 0x22;
@@ -91,6 +99,9 @@ export class RowBound {
   private quoting = false;
   private escaping = false;
   private fieldEmpty = true;
+  /** The index in its row of the cell being read, and of the cell a malformed row went wrong in. */
+  private field = 0;
+  private malformedField = 0;
   private dropping = false;
   private malformed = false;
   /** The record delimiter once the first line break outside quotes showed it (csv-parse's discovery). */
@@ -190,6 +201,7 @@ export class RowBound {
         } else {
           // A quote inside a quoted cell that does not end it: the row is malformed, and ends with its line.
           this.malformed = true;
+          this.malformedField = this.field;
           this.quoting = false;
           this.fieldEmpty = false;
         }
@@ -197,6 +209,7 @@ export class RowBound {
         this.quoting = true;
       } else if (byte === this.delimiter && !this.quoting) {
         this.fieldEmpty = true;
+        this.field++;
       } else this.fieldEmpty = false;
     }
     if (passed < rowStart) out.push(buf.subarray(passed, rowStart));
@@ -218,7 +231,13 @@ export class RowBound {
 
   private drop(): void {
     const why = this.dropping ? 'long' : 'quote';
-    this.onDropped({ why, linesBefore: this.linesBefore, bytes: this.rowBytes, lineBreaks: this.rowLineBreaks });
+    this.onDropped({
+      why,
+      linesBefore: this.linesBefore,
+      bytes: this.rowBytes,
+      lineBreaks: this.rowLineBreaks,
+      field: this.malformedField,
+    });
     this.dropping = false;
     this.malformed = false;
   }
@@ -228,6 +247,7 @@ export class RowBound {
     this.rowBytes = 0;
     this.rowLineBreaks = 0;
     this.fieldEmpty = true;
+    this.field = 0;
   }
 }
 
@@ -267,17 +287,19 @@ export async function* readCsv(
     skip_empty_lines: true,
     skip_records_with_error: true,
   });
-  // Rows the parser refused, and rows too long to read, each yielded before the first row after it
-  // (so that a batch cut after a row holds exactly the refusals before it).
-  const refused: CsvRow[] = [];
+  let columns = from?.columns;
+  // Rows the parser refused, each yielded before the first row after it (so that a batch cut after a
+  // row holds exactly the refusals before it), and worded then: the parser may refuse a row before
+  // the loop below has read the header's columns.
+  const refused: { line: number; error: () => string }[] = [];
   // csv-parse counts a CRLF inside quotes as two lines: a text editor, as one.
   let extraLines = 0;
   let lastSkipped = -1;
-  parser.on('skip', (error: Error & { lines?: number }) => {
+  parser.on('skip', (error: Error & { lines?: number; code?: string; index?: number }) => {
     // One malformed record may be reported more than once: it is one refused row.
     const line = (error.lines ?? 0) + offset.lines - extraLines;
-    const message = error.message.replace(/ (?:at|on) line \d+/g, '');
-    if (line !== lastSkipped) refused.push({ line, error: `cannot be read as CSV: ${message}` });
+    const words = () => csvRefusal(error.code, columnName(columns, error.index ?? 0), error.message);
+    if (line !== lastSkipped) refused.push({ line, error: words });
     lastSkipped = line;
   });
   // A row too long to read reaches the parser as this cell: a NUL, which no cell may hold, and random bytes.
@@ -304,12 +326,14 @@ export async function* readCsv(
   })();
   feed.catch((error: Error) => parser.destroy(error));
 
-  let columns = from?.columns;
   /** What the rows left out took in the file beyond their markers. */
   const skipped = { bytes: 0, lines: 0 };
   const before = function* (line: number) {
     refused.sort((a, b) => a.line - b.line);
-    while (refused.length > 0 && refused[0]!.line < line) yield refused.shift()!;
+    while (refused.length > 0 && refused[0]!.line < line) {
+      const row = refused.shift()!;
+      yield { line: row.line, error: row.error() };
+    }
   };
   for await (const { record: texts, info, raw } of parser as AsyncIterable<{
     record: string[];
@@ -325,15 +349,18 @@ export async function* readCsv(
       const long = row.why === 'long';
       if (!columns) {
         throw new CsvFileError(
-          long ? `the header line is longer than ${sizeOf(maxRowBytes)}` : 'the header line cannot be read as CSV',
+          long
+            ? `has a header line longer than ${sizeOf(maxRowBytes)}: is it a CSV file?`
+            : 'has a header line that cannot be read as CSV: a quote inside a quoted column name does not end it',
         );
       }
       yield* before(line);
       yield {
         line,
         error: long
-          ? `is longer than ${sizeOf(maxRowBytes)}: a row holds at most that (a quote left open runs a cell on across lines)`
-          : 'cannot be read as CSV: a quote inside a quoted cell does not end it (write a quote in a cell as "")',
+          ? `the row is longer than ${sizeOf(maxRowBytes)}, the most a row may hold: look for a quote (") left open, ` +
+            'which runs a cell on across the lines after it'
+          : quoteInsideRefusal(columnName(columns, row.field)),
         end: endOf(info),
       };
       continue;
@@ -342,9 +369,10 @@ export async function* readCsv(
     const end = endOf(info);
     const line = end.lines - (own.match(/\n/g)?.length ?? 0);
     yield* before(line);
-    if (texts.some((text) => text.includes(NOT_UTF8))) {
-      if (!columns) throw new CsvFileError('the header line is not UTF-8 text: save the file as UTF-8');
-      yield { line, error: 'is not UTF-8 text: save the file as UTF-8', end };
+    const notUtf8 = texts.findIndex((text) => text.includes(NOT_UTF8));
+    if (notUtf8 >= 0) {
+      if (!columns) throw new CsvFileError(`has a header line that is not UTF-8 text: ${SAVE_AS_UTF8}`);
+      yield { line, error: `${columnName(columns, notUtf8)} is not UTF-8 text: ${SAVE_AS_UTF8}`, end };
       continue;
     }
     if (!columns) {
@@ -357,7 +385,7 @@ export async function* readCsv(
     columns.forEach((name, i) => {
       if (name !== '' && !cells.has(name)) cells.set(name, texts[i] ?? '');
     });
-    yield { line, cells, end };
+    yield { line, cells, texts, end };
   }
   await feed;
   yield* before(Number.POSITIVE_INFINITY);

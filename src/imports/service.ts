@@ -18,6 +18,7 @@ import type { UnitOfWork, Work } from '../storage/unit-of-work.js';
 import { validate } from '../validate.js';
 import type { VipTiersService } from '../vip-tiers/service.js';
 import { CsvFileError, type CsvHeader, type CsvPosition, type CsvRow, readCsv } from './csv.js';
+import { cellRefusal, fileProblem, formulaRefusal, NO_EMAIL, oneOf, quoted } from './refusals.js';
 import {
   addToImport,
   type BalanceSource,
@@ -64,6 +65,8 @@ const STEP_BUDGET_MS = 10_000;
 export const MAX_UPLOAD_BYTES = 100 * 1024 ** 2;
 /** Bytes of an uploaded file per stored chunk. */
 const CHUNK_BYTES = 1024 * 1024;
+/** The most a check of an upload reads (the console's "Check without importing"): its request waits. */
+export const CHECK_BUDGET_MS = 10_000;
 /** An upload whose columns were never mapped is deleted at the account's next upload after this long. */
 const ABANDONED_AFTER_MS = 24 * 60 * 60 * 1000;
 
@@ -116,6 +119,16 @@ class DryRun extends Error {
   constructor(readonly results: Result[]) {
     super('dry run');
   }
+}
+
+type ImportRefusal = ImportSummary['refusals'][number];
+
+/** What an upload's import would do: a dry run's summary, and how far it read. */
+export interface ImportCheck extends ImportSummary {
+  /** Whether it read the whole file (else it stopped at its time budget, after `linesRead`). */
+  readonly complete: boolean;
+  /** The line the last row it read ends on. */
+  readonly linesRead: number;
 }
 
 /** A file uploaded in the console, before its columns are mapped. */
@@ -180,7 +193,7 @@ export class ImportsService {
       for await (const chunk of createReadStream(path)) hash.update(chunk as Buffer);
       fileSha256 = hash.digest('hex');
     } catch (error) {
-      throw invalidParameter('file', `cannot be read: ${(error as Error).message}`);
+      throw invalidParameter('file', `cannot be read: ${fileProblem(error, path)}`);
     }
     const dryRun = options.dryRun === true;
     const setBalances = options.setBalances === true;
@@ -330,17 +343,7 @@ export class ImportsService {
   ): Promise<number> {
     const upload = await this.uploaded(accountId, uploadId);
     const { sha256 } = (await findUpload(this.db, uploadId))!;
-    const columns = upload.names.map((_, i) => mapping[i] ?? '');
-    columns.forEach((column, i) => {
-      if (column === '') return;
-      if (!(IMPORT_COLUMNS as readonly string[]).includes(column)) {
-        throw invalidParameter(`mapping.${i}`, `must be one of ${IMPORT_COLUMNS.join(', ')}, or ignored`);
-      }
-      const first = columns.indexOf(column);
-      if (first !== i)
-        throw invalidParameter(`mapping.${i}`, `${column} is already read from "${upload.names[first]}"`);
-    });
-    checkHeader(columns);
+    const columns = mappedColumns(upload, mapping);
     return this.uow.run(async (w) => {
       const importId = await insertImport(w.trx, {
         accountId,
@@ -355,6 +358,75 @@ export class ImportsService {
       await this.jobs.enqueue(w, [{ queue: IMPORTS_QUEUE, accountId, subjectId: importId }]);
       return importId;
     });
+  }
+
+  /**
+   * What the import of an upload with `mapping` would do (the console's "Check without
+   * importing"): its rows checked and applied as a run applies them, each batch in a transaction
+   * rolled back (the CLI's --dry-run), so nothing is written. The request waits for it: it reads
+   * for `budgetMs` at most, and says whether it reached the end of the file. Its refusals are the
+   * first `refusalsKept`, by line; `refused` counts them all.
+   */
+  async check(
+    accountId: number,
+    uploadId: number,
+    mapping: readonly string[],
+    options: Pick<ImportOptions, 'setBalances'> & { budgetMs?: number; refusalsKept?: number } = {},
+  ): Promise<ImportCheck> {
+    const upload = await this.uploaded(accountId, uploadId);
+    const { sha256 } = (await findUpload(this.db, uploadId))!;
+    const columns = mappedColumns(upload, mapping);
+    const run: Run = {
+      accountId,
+      fileName: upload.fileName,
+      fileSha256: sha256,
+      importId: null,
+      dryRun: true,
+      setBalances: options.setBalances === true,
+      seen: new Map(),
+    };
+    // Read as the run's job reads it (step), so that both see the same rows.
+    const rows = readCsv(uploadStream(this.db, upload.id, 0, CHUNK_BYTES), {
+      rename: new Map(upload.names.map((name, i) => [name, columns[i] ?? name])),
+      onHeader: (header) => checkHeader(header.columns),
+    });
+    const kept = options.refusalsKept ?? Number.POSITIVE_INFINITY;
+    const check = { rows: 0, created: 0, updated: 0, unchanged: 0, refused: 0, refusals: [] as ImportRefusal[] };
+    let linesRead = 1;
+    const complete = await this.failOnError(run, () =>
+      this.readRows(run, rows, performance.now() + (options.budgetMs ?? CHECK_BUDGET_MS), (batch) => {
+        for (const count of ['rows', 'created', 'updated', 'unchanged', 'refused'] as const) {
+          check[count] += batch.counts[count];
+        }
+        const room = kept - check.refusals.length;
+        if (room > 0) check.refusals.push(...batch.refusals.sort((a, b) => a.line - b.line).slice(0, room));
+        linesRead = batch.end?.lines ?? linesRead;
+      }),
+    );
+    return { ...check, complete, linesRead };
+  }
+
+  /**
+   * The first `count` rows of an upload's file, each its cells in the file's order (the mapping
+   * step's samples); a row that cannot be read is left out.
+   */
+  async samples(accountId: number, uploadId: number, count: number): Promise<string[][]> {
+    await this.uploaded(accountId, uploadId);
+    const samples: string[][] = [];
+    let read = 0;
+    try {
+      for await (const row of readCsv(uploadStream(this.db, uploadId, 0, CHUNK_BYTES), {
+        rename: new Map(),
+        onHeader: () => undefined,
+      })) {
+        if (row.error === undefined) samples.push([...row.texts]);
+        if (++read >= count) break;
+      }
+    } catch (error) {
+      // The header was read when the file was uploaded: a file that fails later still maps.
+      if (!(error instanceof CsvFileError || (error instanceof Error && error.name === 'CsvError'))) throw error;
+    }
+    return samples;
   }
 
   /** The job of the console's imports: a step of a run (STEP_BUDGET_MS of reading), then the rest as another run. */
@@ -536,7 +608,7 @@ export class ImportsService {
         results.push(...(await attempt([checked], null)));
       } catch (error) {
         if (!isRowRefusal(error)) throw error;
-        results.push({ line: checked.line, refused: (error as DomainError).message });
+        results.push({ line: checked.line, refused: databaseRefusal(error as DomainError, checked.row) });
       }
     }
     if (run.dryRun || run.importId === null) return countResults(results, end);
@@ -797,7 +869,8 @@ function importOf(balance: OpeningBalance): string {
 function alreadyImported(customerId: number, balance: OpeningBalance): string {
   return (
     `customer ${customerId} already has an imported balance (${balance.pointsBalance} points, ${importOf(balance)}): ` +
-    'a balance is imported once per customer; import with set balances to replace it with this file’s'
+    'a balance is imported once per customer; to replace it with this file’s, import again with --set-balances ' +
+    '(in the console: “Set balances to this file’s”)'
   );
 }
 
@@ -806,6 +879,16 @@ function belowZero(customer: LockedCustomer, balance: OpeningBalance, pointsBala
     `points_balance ${pointsBalance} would take customer ${customer.id}'s balance below 0: their imported balance ` +
     `was ${balance.pointsBalance} (${importOf(balance)}) and they hold ${customer.pointsBalance} points`
   );
+}
+
+/**
+ * A row the database refused, in the import's words: the ledger's bound on a balance is the
+ * row's points_balance's (the file has no points_change); other refusals keep the API's words.
+ */
+function databaseRefusal(error: DomainError, row: ImportRow): string {
+  const detail = error.details?.[0];
+  if (detail?.field !== 'points_change' || row.points_balance === undefined) return error.message;
+  return `points_balance ${quoted(String(row.points_balance))} ${detail.message}, the most a balance holds`;
 }
 
 function duplicateMessage(firstLine: number): string {
@@ -830,20 +913,50 @@ function countResults(results: readonly Result[], end: CsvPosition | undefined):
  * nothing, silently) or whose new name is no column the import reads (the column would be ignored).
  */
 function checkRenames(names: readonly string[], rename: ReadonlyMap<string, string>): void {
+  const refuse = (message: string) =>
+    new DomainError('invalid_parameter', `--map ${message}`, [{ field: 'map', message }]);
   for (const [from, to] of rename) {
     if (!names.includes(from)) {
-      throw invalidParameter(
-        'map',
+      throw refuse(
         `names "${from}", which is not a column of the file (its columns: ${names.filter((n) => n !== '').join(', ')})`,
       );
     }
     if (to !== '' && !(IMPORT_COLUMNS as readonly string[]).includes(to)) {
-      throw invalidParameter(
-        'map',
+      throw refuse(
         `maps "${from}" to "${to}", which the import does not read (it reads: ${IMPORT_COLUMNS.join(', ')})`,
       );
     }
   }
+}
+
+/**
+ * The columns an upload's file is read as with `mapping` (`mapping[i]`: the import column its
+ * i-th column is read as, '' to ignore it), refused at the field of a column that cannot be read
+ * so, or as a whole when none is read as email.
+ */
+function mappedColumns(upload: UploadedFile, mapping: readonly string[]): string[] {
+  const columns = upload.names.map((_, i) => mapping[i] ?? '');
+  columns.forEach((column, i) => {
+    if (column === '') return;
+    if (!(IMPORT_COLUMNS as readonly string[]).includes(column)) {
+      throw invalidParameter(
+        `mapping.${i}`,
+        `${quoted(column)} is not a column the import reads: choose one of ${oneOf(IMPORT_COLUMNS)}, or ignore it`,
+      );
+    }
+    const first = columns.indexOf(column);
+    if (first !== i) {
+      throw invalidParameter(
+        `mapping.${i}`,
+        `${column} is already read from "${upload.names[first]}": read this column as another, or ignore it`,
+      );
+    }
+  });
+  if (!columns.includes('email')) {
+    const message = 'no column is read as email: choose email for the column that holds the customers’ email addresses';
+    throw new DomainError('invalid_parameter', message, [{ field: 'mapping', message }]);
+  }
+  return columns;
 }
 
 /** Refuses a file whose header (after --map) has no email column. */
@@ -857,29 +970,39 @@ function checkHeader(columns: readonly string[]): void {
   }
 }
 
-/** A row's cells checked as the API checks a customer: the row, or the message that refuses it. */
+/**
+ * A row's cells checked as the API checks a customer: the row, or the message that refuses it, in
+ * a merchant's words (src/imports/refusals.ts): the column, its cell, what the column accepts.
+ */
 function checkRow(cells: ReadonlyMap<string, string>): ImportRow | string {
   const value: Record<string, unknown> = {};
+  const given = new Map<string, string>();
   for (const column of IMPORT_COLUMNS) {
     const cell = cells.get(column)?.trim();
     if (cell === undefined || cell === '') continue;
     if ((TEXT_COLUMNS as readonly string[]).includes(column) && FORMULA.test(cell)) {
-      return `${column} starts with "${cell[0]}": a spreadsheet formula is not imported`;
+      return formulaRefusal(column, cell);
     }
+    given.set(column, cell);
     value[column] =
       (NUMBER_COLUMNS as readonly string[]).includes(column) && /^[+-]?\d{1,16}$/.test(cell) ? Number(cell) : cell;
   }
-  if (value.email === undefined) return 'email is required';
+  if (value.email === undefined) return NO_EMAIL;
   let row: ImportRow;
   try {
     row = validate(ImportRow, value, 'row');
   } catch (error) {
     if (!(error instanceof DomainError)) throw error;
     const first = error.details?.[0];
-    return first ? `${first.field.replace(/^row\./, '')} ${first.message}` : error.message;
+    if (!first) return error.message;
+    const column = first.field.replace(/^row\./, '');
+    return cellRefusal(column, given.get(column) ?? '', first.message);
   }
   if (row.points_earned !== undefined && row.points_earned < (row.points_balance ?? 0)) {
-    return `points_earned must be at least points_balance (${row.points_balance}): points earned include those held`;
+    return (
+      `points_earned must be at least points_balance (${row.points_balance}), got ${quoted(given.get('points_earned')!)}: ` +
+      'points earned include the points held'
+    );
   }
   return row;
 }

@@ -5,7 +5,15 @@ import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabaseUrl, type TestDatabaseUrl, testEngine } from '../helpers/app.js';
-import { axeFailures, chromiumRunnable, launchChromium, phoneProblems, signInToConsole } from '../helpers/browser.js';
+import {
+  axeFailures,
+  brokenWords,
+  chromiumRunnable,
+  launchChromium,
+  overflowAt375,
+  phoneProblems,
+  signInToConsole,
+} from '../helpers/browser.js';
 import { withServices } from '../helpers/seed.js';
 import { ROOT, type ServerProcess, startServer } from '../helpers/server-process.js';
 import { eventually } from '../helpers/wait.js';
@@ -100,6 +108,13 @@ describe.runIf(chromiumRunnable)(
       // "E-mail" is recognised; the rest are mapped by hand.
       await expect(page.getByLabel('Column “E-mail”').inputValue()).resolves.toBe('email');
       await expect(page.getByLabel('Column “Favourite colour”').inputValue()).resolves.toBe('');
+      // Each column shows its first values (issue 49 point 12), as the select's description.
+      await expect(page.locator('#f-mapping-0-hint').textContent()).resolves.toBe(
+        'First 3 values: “ada@moving-shop.example”, “grace@moving-shop.example”, “not an email”',
+      );
+      await expect(page.getByLabel('Column “Given name”').getAttribute('aria-describedby')).resolves.toBe(
+        'f-mapping-1-hint',
+      );
       await page.getByLabel('Column “Given name”').selectOption('first_name');
       await page.getByLabel('Column “Points”').selectOption('points_balance');
       // Two columns read as one: refused at its field, nothing started.
@@ -108,6 +123,20 @@ describe.runIf(chromiumRunnable)(
       await page.getByRole('button', { name: 'Start the import' }).click();
       await page.getByText('points_balance is already read from "Points"').waitFor();
       await page.getByLabel('Column “Lifetime points”').selectOption('points_earned');
+
+      // Checked first: what the import would do, and nothing written.
+      await page.getByRole('button', { name: 'Check without importing' }).click();
+      await page.getByRole('heading', { level: 2, name: 'What the import would do' }).waitFor();
+      await expect(page.locator('#check-counts dd').allTextContents()).resolves.toEqual(['3', '0', '0', '2']);
+      await expect(page.locator('#check-refusals tbody th').allTextContents()).resolves.toEqual(['4', '5']);
+      await expect(page.locator('#check-refusals tbody td').first().textContent()).resolves.toBe(
+        'email must be an email address, such as name@example.com (at most 254 characters), got "not an email"',
+      );
+      await expect(page.getByLabel('Column “Lifetime points”').inputValue()).resolves.toBe('points_earned');
+      await expect(
+        withServices(database.url, async (services) => (await services.customers.page(accountId, {})).customers),
+      ).resolves.toEqual([]);
+      await page.screenshot({ path: join(ARTIFACTS, 'imports-01b-checked.png'), fullPage: true });
       await page.getByRole('button', { name: 'Start the import' }).click();
 
       await page.waitForURL(/\/admin\/imports\/\d+$/);
@@ -175,7 +204,7 @@ describe.runIf(chromiumRunnable)(
       await page.close();
     }, 120_000);
 
-    it('downloads exports as CSV and JSON Lines, filtered as the API filters, and refuses a bad filter with a page', async () => {
+    it('downloads exports as CSV and JSON Lines, filtered as the API filters, and refuses a bad filter at its field', async () => {
       const page = await openPage();
       await page.goto(`${base()}/admin/imports`);
       const customers = await download(page, () => page.getByRole('button', { name: 'Download' }).click());
@@ -208,11 +237,23 @@ describe.runIf(chromiumRunnable)(
         '45 Imported balance',
       ]);
 
-      // A filter the API would refuse: an error page, no download.
+      // A filter the API would refuse: the form again, as it was, with the error at the field (issue 49
+      // point 12; it was an error page with no way back).
       await page.getByLabel('Changed since').fill('yesterday');
       await page.getByRole('button', { name: 'Download' }).click();
-      await page.getByRole('heading', { level: 1, name: 'This request cannot be completed' }).waitFor();
-      await expect(page.locator('main').textContent()).resolves.toContain('updated_at_min');
+      await page.getByRole('heading', { level: 1, name: 'Import and export' }).waitFor();
+      await expect(page.getByLabel('Changed since').inputValue()).resolves.toBe('yesterday');
+      await expect(page.getByLabel('Records').inputValue()).resolves.toBe('points-transactions');
+      await expect(page.getByLabel('Format').inputValue()).resolves.toBe('jsonl');
+      await expect(page.locator('#f-updated_at_min-error').textContent()).resolves.toBe(
+        'Error: This must be a time with its time zone (ISO 8601), such as 2026-01-31T00:00:00Z, got "yesterday".',
+      );
+      await expect(page.getByLabel('Changed since').getAttribute('aria-invalid')).resolves.toBe('true');
+      await expect(page.locator('main').textContent()).resolves.not.toMatch(/must match format|updated_at_min/);
+      // Corrected, it downloads.
+      await page.getByLabel('Changed since').fill('2026-01-01T00:00:00Z');
+      const corrected = await download(page, () => page.getByRole('button', { name: 'Download' }).click());
+      expect(corrected.name).toMatch(/^points-transactions-.*\.jsonl$/);
       await page.close();
     }, 60_000);
 
@@ -223,13 +264,15 @@ describe.runIf(chromiumRunnable)(
       await page.getByLabel('CSV file').setInputFiles({
         name: 'a-file-with-a-rather-long-name-from-the-old-platform-export-2026-11.csv',
         mimeType: 'text/csv',
-        buffer: Buffer.from('email,first_name\nx@moving-shop.example,X\n'),
+        buffer: Buffer.from(
+          'email,first_name\nx@moving-shop.example,X\nnot-an-email-with-a-rather-long-local-part,<b>Y</b>\n',
+        ),
       });
       await page.getByRole('button', { name: 'Upload and map columns' }).click();
       await page.waitForURL(/\/admin\/imports\/uploads\/\d+$/);
       const mappingPath = new URL(page.url()).pathname;
       await page.close();
-      const paths = ['/admin/imports', mappingPath, runPath];
+      const paths = ['/admin/imports', mappingPath, runPath, '/admin/exports?kind=customers&updated_at_min=yesterday'];
 
       expect(
         await phoneProblems(browser as Browser, await context.cookies(), base(), paths, join(ARTIFACTS, 'imports')),
@@ -243,8 +286,23 @@ describe.runIf(chromiumRunnable)(
         await auditPage.goto(`${base()}${path}`);
         failures.push(...(await axeFailures(auditPage, path)));
       }
+      // The mapping step with a check's answer (a form's answer: no address of its own).
+      await auditPage.goto(`${base()}${mappingPath}`);
+      await auditPage.getByRole('button', { name: 'Check without importing' }).click();
+      await auditPage.locator('#check-refusals').waitFor();
+      failures.push(...(await axeFailures(auditPage, `${mappingPath} (checked)`)));
       await audit.close();
       expect(failures).toEqual([]);
+
+      const phone = await (browser as Browser).newContext({ viewport: { width: 375, height: 740 }, isMobile: true });
+      await phone.addCookies(await context.cookies());
+      const small = await phone.newPage();
+      await small.goto(`${base()}${mappingPath}`);
+      await small.getByRole('button', { name: 'Check without importing' }).click();
+      await small.locator('#check-refusals').waitFor();
+      await small.screenshot({ path: join(ARTIFACTS, 'imports-phone-checked.png'), fullPage: true });
+      expect([...(await overflowAt375(small)), ...(await brokenWords(small))]).toEqual([]);
+      await phone.close();
     }, 60_000);
   },
 );

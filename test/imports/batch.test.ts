@@ -164,7 +164,7 @@ describe.each([
 });
 
 describe('a batch the database refuses a row of', () => {
-  it('is applied row by row: that row refused with the API’s message, the others in, once', async () => {
+  it('is applied row by row: that row refused in the file’s words (its points_balance), the others in, once', async () => {
     const { accountId, silver } = await shop();
     const full = await t.services.customers.create(accountId, { email: 'full@batch.example' });
     await t.services.pointsTransactions.adjust(accountId, { customer_id: full.id, points_change: MAX_BALANCE - 5 });
@@ -179,7 +179,10 @@ describe('a batch the database refuses a row of', () => {
     const summary = await t.services.imports.importCustomers(accountId, path);
     expect(summary).toMatchObject({ rows: 31, created: 30, updated: 0, refused: 1 });
     expect(summary.refusals).toEqual([
-      { line: 12, message: `points_change would take customer ${full.id}'s points above ${MAX_BALANCE}` },
+      {
+        line: 12,
+        message: `points_balance "6" would take customer ${full.id}'s points above ${MAX_BALANCE}, the most a balance holds`,
+      },
     ]);
     expect((await t.services.customers.get(accountId, full.id)).points_balance).toBe(MAX_BALANCE - 5);
     const imported = await t.db.kysely

@@ -135,3 +135,46 @@ describe('loyalty export customers', () => {
     );
   });
 });
+
+// Issue 49 point 12: an export's refusals say the filter, what was wrong and what it accepts, the
+// code and field the contract names unchanged; a file that cannot be written is one of them.
+describe('loyalty export refusals, in words', () => {
+  it('says what each filter accepts, with what was given, and refuses an --output it cannot write', async () => {
+    const account = await shop('Words');
+    const text = await loyalty(['export', 'customers', '--account', account, '--updated-at-min', 'yesterday'], env);
+    expect(text.code).toBe(1);
+    expect(text.stdout).toBe('');
+    expect(text.stderr).toBe(
+      'error: updated_at_min must be a time with its time zone (ISO 8601), such as 2026-01-31T00:00:00Z, ' +
+        'got "yesterday"\n',
+    );
+    expect(await fails(['export', 'points-transactions', '--account', account, '--customer-id', '01'])).toMatchObject({
+      code: 'invalid_parameter',
+      message:
+        'customer_id must be a customer id: a whole number from 1, written without leading zeros, such as 42, got "01"',
+      details: [{ field: 'customer_id' }],
+    });
+    expect(await fails(['export', 'customers', '--account', account, '--state', 'gone'])).toMatchObject({
+      message: 'state must be candidate, member or disabled, got "gone"',
+    });
+    expect(await fails(['export', 'customers', '--account', account, '--format', 'xlsx'])).toMatchObject({
+      message: 'format must be csv or jsonl, got "xlsx"',
+    });
+    expect(await fails(['export', 'reward-fulfillments', '--account', account, '--code', ''])).toMatchObject({
+      message: 'code must not be empty',
+    });
+
+    // A folder that is not there was an unhandled 'error' event: a crash with Node's stack.
+    const missing = join(dir, 'no such folder', 'customers.csv');
+    const unwritable = await loyalty(['export', 'customers', '--account', account, '--output', missing, '--json'], env);
+    expect(unwritable.code).toBe(1);
+    expect(JSON.parse(unwritable.stderr).error).toMatchObject({
+      code: 'invalid_parameter',
+      message: `output cannot be written: there is no "${missing.slice(0, 40)}…" (check the path, and the folder it is in)`,
+      details: [{ field: 'output' }],
+    });
+    expect(await fails(['export', 'customers', '--account', account, '--output', dir])).toMatchObject({
+      message: `output cannot be written: "${dir.length > 40 ? `${dir.slice(0, 40)}…` : dir}" is a folder: name a file in it`,
+    });
+  });
+});

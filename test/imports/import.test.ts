@@ -94,10 +94,15 @@ describe('loyalty import customers', () => {
       refusals: [
         { line: 5, message: expect.stringContaining('email') },
         { line: 6, message: "email is the same as line 2's: a customer appears once per file" },
-        { line: 7, message: 'points_balance must be >= 0' },
-        { line: 8, message: 'first_name starts with "=": a spreadsheet formula is not imported' },
-        { line: 9, message: expect.stringContaining('state must be one of') },
-        { line: 10, message: 'is not UTF-8 text: save the file as UTF-8' },
+        { line: 7, message: 'points_balance must be a whole number of points, 0 or more, such as 120, got "-5"' },
+        {
+          line: 8,
+          message:
+            'first_name must not start with =, +, - or @ (a spreadsheet would run it as a formula), got ' +
+            '"=HYPERLINK("http://evil")": remove that first character',
+        },
+        { line: 9, message: 'state must be candidate, member or disabled, got "sleepy"' },
+        { line: 10, message: 'first_name is not UTF-8 text: save the file as UTF-8 (a spreadsheet’s “CSV UTF-8”)' },
         // Line 11 is empty; line 12 is good.
       ],
     });
@@ -232,6 +237,71 @@ describe('loyalty import customers', () => {
 const emails = async () =>
   (await ok(['customers', 'list', '--account', account])).map((c: { email: string }) => c.email).sort();
 
+// Issue 49 point 12: a refused row says its line, its column, what was wrong and what the column
+// accepts, never JSON Schema's words ("must match format", "must be integer") nor its paths; the
+// command's own refusals (--map, --file) too, each with the contract's code.
+describe('loyalty import customers refusals, in words', () => {
+  it('says the line, the column, the cell and what the column accepts', async () => {
+    const path = file(
+      'words.csv',
+      [
+        'email,first_name,date_of_birth,state,points_balance,points_earned',
+        'ok@x.example,Ok,,,,',
+        'not-an-email,A,,,,',
+        ',No email,,,,',
+        'date@x.example,D,01/02/1990,,,',
+        'state@x.example,S,,sleepy,,',
+        'half@x.example,H,,,12.5,',
+        'neg@x.example,N,,,-5,',
+        'earned@x.example,E,,,10,5',
+        `long@x.example,${'L'.repeat(300)},,,,`,
+        'huge@x.example,G,,,9007199254740992,',
+        '',
+      ].join('\n'),
+    );
+    const result = await loyalty(['import', 'customers', '--account', account, '--file', path], env);
+    expect(result.code).toBe(0);
+    const lines = result.stdout.trimEnd().split('\n');
+    expect(lines).toEqual([
+      'imported: 10 rows: 1 created, 0 updated, 0 unchanged, 9 refused',
+      '  line 3: email must be an email address, such as name@example.com (at most 254 characters), got "not-an-email"',
+      '  line 4: email is empty: every row needs the customer’s email address',
+      '  line 5: date_of_birth must be a date written YYYY-MM-DD, such as 1990-04-01, got "01/02/1990"',
+      '  line 6: state must be candidate, member or disabled, got "sleepy"',
+      '  line 7: points_balance must be a whole number of points, 0 or more, such as 120, got "12.5"',
+      '  line 8: points_balance must be a whole number of points, 0 or more, such as 120, got "-5"',
+      '  line 9: points_earned must be at least points_balance (10), got "5": points earned include the points held',
+      '  line 10: first_name must be at most 255 characters long, got 300',
+      '  line 11: points_balance must be at most 9,007,199,254,740,991 points, got "9007199254740992"',
+    ]);
+    expect(result.stdout).not.toMatch(/must match|must be integer|must be >=|must NOT|\/[a-z_]+ |row\./);
+    // --json: the same words, by line.
+    const summary = await importing(path, '--dry-run');
+    expect(summary.refusals.map((r: { line: number; message: string }) => `  line ${r.line}: ${r.message}`)).toEqual(
+      lines.slice(1),
+    );
+  });
+
+  it('refuses a --map without "=", a --file that is not there, and a file without email, in words', async () => {
+    const path = file('mail.csv', 'Mail,Points\na@x.example,1\n');
+    // A --map without "=" was an internal error.
+    const map = await fails(['import', 'customers', '--account', account, '--file', path, '--map', 'Mail']);
+    expect(map).toMatchObject({
+      code: 'invalid_parameter',
+      message: `--map must be 'Column in the file=import column', such as 'Points=points_balance', got "Mail"`,
+      details: [{ field: 'map' }],
+    });
+    const missing = await fails(['import', 'customers', '--account', account, '--file', join(dir, 'gone.csv')]);
+    expect(missing).toMatchObject({ code: 'invalid_parameter', details: [{ field: 'file' }] });
+    expect(missing.message).toMatch(
+      /^file cannot be read: there is no ".*" \(check the path, and the folder it is in\)$/,
+    );
+    expect(missing.message).not.toContain('ENOENT');
+    const folder = await fails(['import', 'customers', '--account', account, '--file', dir]);
+    expect(folder.message).toMatch(/^file cannot be read: ".*" is a folder: name a file in it$/);
+  });
+});
+
 // Issue 49 points 4 and 5, through the real command: a stray quote crashed the reader (`internal_error`
 // "Cannot access 'extraLines' before initialization", with --dry-run too), and a 200 MB line took
 // the CLI to 1.35 GB. Each is now a refusal naming its line, the rest of the file imported.
@@ -244,7 +314,7 @@ describe('loyalty import customers with lines it cannot read', () => {
       updated: 0,
       unchanged: 0,
       refused: 1,
-      refusals: [{ line: 2, message: expect.stringContaining('cannot be read as CSV: Invalid Opening Quote') }],
+      refusals: [{ line: 2, message: expect.stringContaining('first_name has a quote (") inside a cell') }],
     };
     expect(await viaCli(path, '--dry-run')).toEqual(refused);
     expect(await viaCli(path)).toEqual(refused);
@@ -274,7 +344,9 @@ describe('loyalty import customers with lines it cannot read', () => {
         refusals: [
           {
             line: 3,
-            message: 'is longer than 1 MiB: a row holds at most that (a quote left open runs a cell on across lines)',
+            message:
+              'the row is longer than 1 MiB, the most a row may hold: look for a quote (") left open, which runs a ' +
+              'cell on across the lines after it',
           },
         ],
       });

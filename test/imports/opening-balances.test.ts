@@ -94,7 +94,8 @@ describe('an opening balance imported once per customer (issue 49)', () => {
       line,
       message:
         `customer ${ann} already has an imported balance (250 points, import ${firstRun} of customers.csv, line 2): ` +
-        'a balance is imported once per customer; import with set balances to replace it with this file’s',
+        'a balance is imported once per customer; to replace it with this file’s, import again with --set-balances ' +
+        '(in the console: “Set balances to this file’s”)',
     });
     expect(await importing(file('customers (2).csv', ROWS, '\r\n'))).toEqual({
       rows: 2,

@@ -149,6 +149,46 @@ describe('imports uploaded in the console', () => {
     });
   });
 
+  // Issue 49 point 12: the mapping step's "Check without importing" is the CLI's --dry-run.
+  it('checks an upload without importing as the CLI’s --dry-run checks the file, and stops at its time budget', async () => {
+    const data = bigFile(1400);
+    const path = join(dir, 'moving.csv');
+    writeFileSync(path, data);
+    await withServices(database.url, async (services) => {
+      const accountId = (await services.accounts.create('Shop')).id;
+      const dryRun = await services.imports.importCustomers(accountId, path, {
+        rename: new Map([
+          ['Mail', 'email'],
+          ['Prénom', 'first_name'],
+          ['Solde', 'points_balance'],
+        ]),
+        dryRun: true,
+      });
+      const upload = await services.imports.upload(accountId, 'moving.csv', pieces(data), () => false);
+      const mapping = ['email', 'first_name', 'points_balance', ''];
+      const check = await services.imports.check(accountId, upload.id, mapping);
+      expect(check).toEqual({ ...dryRun, complete: true, linesRead: 1400 + 1 + Math.floor(1400 / 11) });
+      expect(check).toMatchObject({ rows: 1400, created: 1400 - 14 - 10, refused: 24 });
+      expect(await customers(services, accountId)).toEqual([]);
+      expect(await services.imports.recent(accountId)).toEqual([]);
+
+      // Out of time after its first batch: it says so, and how far it read.
+      const cut = await services.imports.check(accountId, upload.id, mapping, { budgetMs: 0, refusalsKept: 1 });
+      expect(cut).toMatchObject({ complete: false, rows: 200, refused: 3, refusals: [dryRun.refusals[0]] });
+      expect(cut.linesRead).toBe(1 + 200 + Math.floor(200 / 11));
+
+      // The mapping step's samples: the first rows' cells, in the file's order.
+      expect(await services.imports.samples(accountId, upload.id, 2)).toEqual([
+        ['c1@up.example', 'Name 1', '1', 'x'.repeat(900)],
+        ['c2@up.example', 'Name 2', '2', 'x'.repeat(900)],
+      ]);
+      await expect(services.imports.check(accountId, upload.id, ['', 'first_name', '', ''])).rejects.toMatchObject({
+        code: 'invalid_parameter',
+        details: [{ field: 'mapping' }],
+      });
+    });
+  });
+
   it('refuses a file it cannot read, a mapping without email or with a column twice, and another account’s upload', async () => {
     await withServices(database.url, async (services) => {
       const accountId = (await services.accounts.create('Shop')).id;
@@ -169,11 +209,14 @@ describe('imports uploaded in the console', () => {
       const kept = await upload('Mail,Name,Other name\na@shop.example,A,B\n');
       await expect(services.imports.start(accountId, kept.id, ['', 'first_name', ''])).rejects.toMatchObject({
         code: 'invalid_parameter',
-        message: expect.stringContaining('has no "email" column'),
+        details: [{ field: 'mapping' }],
+        message: expect.stringContaining('no column is read as email'),
       });
       await expect(
         services.imports.start(accountId, kept.id, ['email', 'first_name', 'first_name']),
-      ).rejects.toMatchObject({ details: [{ field: 'mapping.2', message: 'first_name is already read from "Name"' }] });
+      ).rejects.toMatchObject({
+        details: [{ field: 'mapping.2', message: expect.stringContaining('first_name is already read from "Name"') }],
+      });
       await expect(services.imports.start(accountId, kept.id, ['email', 'favourite_colour', ''])).rejects.toMatchObject(
         {
           details: [{ field: 'mapping.1' }],

@@ -1,7 +1,10 @@
+import { once } from 'node:events';
 import { createWriteStream, type WriteStream } from 'node:fs';
 import type { Writable } from 'node:stream';
 import { type Command, Option } from 'commander';
+import { invalidParameter } from '../../errors.js';
 import { EXPORT_FILTERS, EXPORT_FORMATS, EXPORT_KINDS, type ExportKind } from '../../exports/service.js';
+import { fileProblem } from '../../imports/refusals.js';
 import { parseId, run } from '../context.js';
 
 // `loyalty export …`: an account's records as CSV or JSON Lines, to a file or stdout (docs/imports.md).
@@ -72,6 +75,19 @@ function closed(out: WriteStream): Promise<void> {
   return new Promise((resolve, reject) => out.end((error?: Error | null) => (error ? reject(error) : resolve())));
 }
 
+/** `file` opened for writing, or `invalid_parameter` saying why it cannot be (no such folder, …). */
+async function opening(file: string): Promise<WriteStream> {
+  const out = createWriteStream(file);
+  try {
+    await once(out, 'open');
+  } catch (error) {
+    throw invalidParameter('output', `cannot be written: ${fileProblem(error, file)}`);
+  }
+  // A failure later (a full disk) rejects the write that meets it; this keeps it from being thrown unheard.
+  out.on('error', () => undefined);
+  return out;
+}
+
 export function registerExportCommands(program: Command): void {
   const exports = program.command('export').description("take an account's records out, as CSV or JSON Lines");
   for (const kind of EXPORT_KINDS) {
@@ -90,9 +106,9 @@ export function registerExportCommands(program: Command): void {
         async ({ services }) => {
           const file = opts.output;
           // The file is made at the export's first write, once its filters passed: a refused one leaves none.
-          let out: WriteStream | undefined;
+          let out: Promise<WriteStream> | undefined;
           const opened = () => {
-            out ??= createWriteStream(file!);
+            out ??= opening(file!);
             return out;
           };
           const exported = await services.exports.export(
@@ -100,10 +116,10 @@ export function registerExportCommands(program: Command): void {
             parseId(opts.account ?? '', 'account'),
             opts.format ?? 'csv',
             Object.fromEntries(filters.map(({ name, option }) => [name, opts[option.attributeName()]])),
-            file === undefined ? sinkTo(process.stdout) : (text) => sinkTo(opened())(text),
+            file === undefined ? sinkTo(process.stdout) : async (text) => sinkTo(await opened())(text),
           );
           if (file === undefined) return undefined;
-          await closed(opened());
+          await closed(await opened());
           return { exported, file };
         },
         (done) => `exported ${done?.exported} ${words} to ${done?.file}`,

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { InvalidArgumentError } from 'commander';
+import { DomainError } from '../../errors.js';
 import type { ImportProgress, ImportSummary } from '../../imports/schemas.js';
 import { parseId, run } from '../context.js';
 
@@ -7,13 +7,14 @@ import { parseId, run } from '../context.js';
 
 const collect = (value: string, previous: string[] = []) => [...previous, value];
 
-/** `--map 'Old name=new_name'` options as a map, refused by name when one has no `=`. */
+/** `--map 'Old name=new_name'` options as a map, refused by name when one has no `=` (`invalid_parameter`). */
 function renames(maps: readonly string[]): Map<string, string> {
   const renamed = new Map<string, string>();
   for (const map of maps) {
     const at = map.lastIndexOf('=');
     if (at <= 0 || at === map.length - 1) {
-      throw new InvalidArgumentError(`--map takes 'Column in the file=import column', got "${map}"`);
+      const message = `must be 'Column in the file=import column', such as 'Points=points_balance', got "${map}"`;
+      throw new DomainError('invalid_parameter', `--map ${message}`, [{ field: 'map', message }]);
     }
     renamed.set(map.slice(0, at).trim(), map.slice(at + 1).trim());
   }
