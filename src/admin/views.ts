@@ -78,7 +78,11 @@ const fmt = {
   /** 1,500 Coins: an amount in the account's points labels. */
   points: (n: number, label: PointsLabel) => pointsText(n, label),
   /** The section a path belongs to. */
-  current: (path: string, href: string) => path === href || path.startsWith(`${href}/`),
+  current: (path: string, href: string) => {
+    // An export is made from the Import and export page, whose section it stays in.
+    const section = path === '/admin/exports' ? '/admin/imports' : path;
+    return section === href || section.startsWith(`${href}/`);
+  },
 };
 
 /** Renders `views/<view>.eta` inside the layout. */

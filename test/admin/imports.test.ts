@@ -219,6 +219,8 @@ describe('the console’s import and export in a merchant’s words (issue 49 po
     expect(page.statusCode).toBe(400);
     expect(page.headers['content-type']).toMatch(/^text\/html/);
     expect(page.body).toContain('<h1>Import and export</h1>');
+    // Still in its section of the navigation.
+    expect(page.body).toContain('href="/admin/imports" aria-current="page"');
     expect(fieldValue(page.body, 'updated_at_min')).toBe('yesterday');
     expect(fieldValue(page.body, 'customer_id')).toBe('7');
     expect(page.body).toMatch(/<option value="points-transactions" selected>/);
