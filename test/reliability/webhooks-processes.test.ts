@@ -78,6 +78,30 @@ describe(`webhook deliveries shared by processes (${testEngine}): ${
     }, 10_000);
     expect(found, `delivering processes: ${senders.join(', ')}`).toBe(true);
     hooks.senders = senders;
+    // Both processes deliver before the burst: a worker still starting on a busy machine would
+    // leave the other all of it, and "never two at once" would then say nothing. Test events
+    // (each delivered by the process that answered it) until each process has sent one; then
+    // they and their log are put aside, so that what follows counts the burst's alone.
+    let warmed = 0;
+    const bothDeliver = await eventually(
+      async () => {
+        const target = targets[warmed++ % targets.length]!;
+        await sendJson(target.url, 'POST', `/v1/webhook_endpoints/${endpointId}/test`, tenant.apiKey, undefined, {
+          agent: false,
+        });
+        const by = new Set(hooks.deliveries.map((d) => d.pid));
+        return senders.every((pid) => by.has(pid));
+      },
+      30_000,
+      50,
+    );
+    expect(
+      bothDeliver,
+      `deliveries by process: ${JSON.stringify(tally(hooks.deliveries, (d) => d.pid ?? 'unknown'))}`,
+    ).toBe(true);
+    expect(await eventually(async () => (await pendingDeliveries(store.kysely)) === 0, 10_000)).toBe(true);
+    hooks.deliveries.splice(0);
+    await store.kysely.deleteFrom('webhook_attempts').where('account_id', '=', tenant.accountId).execute();
     // An endpoint that takes its time (20 ms an answer), so that a backlog builds and the
     // processes share its places: a quick one is kept up with by whichever process claims first.
     hooks.answer = () => ({ status: 200, delayMs: 20 });
