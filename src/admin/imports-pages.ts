@@ -14,6 +14,7 @@ import {
   type ExportKind,
 } from '../exports/service.js';
 import { MAX_ROW_BYTES } from '../imports/csv.js';
+import { shortened } from '../imports/refusals.js';
 import { IMPORT_COLUMNS } from '../imports/schemas.js';
 import { CHECK_BUDGET_MS, type ImportCheck, MAX_UPLOAD_BYTES } from '../imports/service.js';
 import { Form, formErrors } from './form.js';
@@ -30,9 +31,8 @@ const REFUSALS_PAGE = 1000;
 const REFUSAL_COLUMNS = ['line', 'message'];
 /** Fields besides the file an upload form has (its CSRF token). */
 const UPLOAD_FIELDS = 2;
-/** Rows of the file the mapping step shows each column's values of, and the characters shown of one. */
+/** Rows of the file the mapping step shows each column's values of. */
 const SAMPLE_ROWS = 3;
-const SAMPLE_LENGTH = 40;
 /** The export form's fields, by their labels. */
 const EXPORT_LABELS: Record<string, string> = {
   kind: 'Records',
@@ -68,13 +68,9 @@ function suggestedColumn(name: string): string {
   return (IMPORT_COLUMNS as readonly string[]).includes(column) ? column : '';
 }
 
-/** A column's first values as the mapping step shows them: each in quotes, cut after SAMPLE_LENGTH characters. */
+/** A column's first values as the mapping step shows them: each in quotes, shortened as refusals quote a cell. */
 function sampleHint(values: readonly string[]): string {
-  const shown = values.map((value) => {
-    const characters = Array.from(value.trim());
-    if (characters.length === 0) return '(empty)';
-    return `“${characters.length > SAMPLE_LENGTH ? `${characters.slice(0, SAMPLE_LENGTH).join('')}…` : characters.join('')}”`;
-  });
+  const shown = values.map((value) => (value.trim() === '' ? '(empty)' : `“${shortened(value.trim())}”`));
   return `${shown.length === 1 ? 'First value' : `First ${shown.length} values`}: ${shown.join(', ')}`;
 }
 

@@ -1,5 +1,6 @@
 import { LIMITS as IDENTITY_LIMITS } from '../customer-identities/schemas.js';
 import { CUSTOMER_LIMITS, CUSTOMER_STATES } from '../customers/schemas.js';
+import { DomainError } from '../errors.js';
 
 // A refused row in a merchant's words (issue 49): the column, what was wrong with its cell and what
 // the column accepts, never JSON Schema's ("must match format …") nor its paths. The line is the
@@ -8,10 +9,20 @@ import { CUSTOMER_LIMITS, CUSTOMER_STATES } from '../customers/schemas.js';
 /** The most characters of a cell a message quotes: enough to find it in the file. */
 const QUOTED_LENGTH = 40;
 
-/** `value` in quotes as a message shows it: at most QUOTED_LENGTH characters, then `…`. */
-export function quoted(value: string): string {
+/** `value` as a message quotes it: at most QUOTED_LENGTH characters, then `…`. */
+export function shortened(value: string): string {
   const characters = Array.from(value);
-  return `"${characters.length > QUOTED_LENGTH ? `${characters.slice(0, QUOTED_LENGTH).join('')}…` : value}"`;
+  return characters.length > QUOTED_LENGTH ? `${characters.slice(0, QUOTED_LENGTH).join('')}…` : value;
+}
+
+/** `value` in quotes as a message shows it (shortened). */
+export function quoted(value: string): string {
+  return `"${shortened(value)}"`;
+}
+
+/** A `--map` option refused: `invalid_parameter` at `map`, its message naming the option as typed. */
+export function mapRefusal(message: string): DomainError {
+  return new DomainError('invalid_parameter', `--map ${message}`, [{ field: 'map', message }]);
 }
 
 /** `a, b or c`. */

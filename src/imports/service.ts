@@ -18,7 +18,7 @@ import type { UnitOfWork, Work } from '../storage/unit-of-work.js';
 import { validate } from '../validate.js';
 import type { VipTiersService } from '../vip-tiers/service.js';
 import { CsvFileError, type CsvHeader, type CsvPosition, type CsvRow, readCsv } from './csv.js';
-import { cellRefusal, fileProblem, formulaRefusal, NO_EMAIL, oneOf, quoted } from './refusals.js';
+import { cellRefusal, fileProblem, formulaRefusal, mapRefusal, NO_EMAIL, oneOf, quoted } from './refusals.js';
 import {
   addToImport,
   type BalanceSource,
@@ -913,16 +913,14 @@ function countResults(results: readonly Result[], end: CsvPosition | undefined):
  * nothing, silently) or whose new name is no column the import reads (the column would be ignored).
  */
 function checkRenames(names: readonly string[], rename: ReadonlyMap<string, string>): void {
-  const refuse = (message: string) =>
-    new DomainError('invalid_parameter', `--map ${message}`, [{ field: 'map', message }]);
   for (const [from, to] of rename) {
     if (!names.includes(from)) {
-      throw refuse(
+      throw mapRefusal(
         `names "${from}", which is not a column of the file (its columns: ${names.filter((n) => n !== '').join(', ')})`,
       );
     }
     if (to !== '' && !(IMPORT_COLUMNS as readonly string[]).includes(to)) {
-      throw refuse(
+      throw mapRefusal(
         `maps "${from}" to "${to}", which the import does not read (it reads: ${IMPORT_COLUMNS.join(', ')})`,
       );
     }

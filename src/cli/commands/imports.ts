@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { DomainError } from '../../errors.js';
+import { mapRefusal } from '../../imports/refusals.js';
 import type { ImportProgress, ImportSummary } from '../../imports/schemas.js';
 import { parseId, run } from '../context.js';
 
@@ -14,7 +14,7 @@ function renames(maps: readonly string[]): Map<string, string> {
     const at = map.lastIndexOf('=');
     if (at <= 0 || at === map.length - 1) {
       const message = `must be 'Column in the file=import column', such as 'Points=points_balance', got "${map}"`;
-      throw new DomainError('invalid_parameter', `--map ${message}`, [{ field: 'map', message }]);
+      throw mapRefusal(message);
     }
     renamed.set(map.slice(0, at).trim(), map.slice(at + 1).trim());
   }
