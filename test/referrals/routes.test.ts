@@ -572,6 +572,16 @@ describeAuthSuite('GET /v1/referrals', {
   expectIsolated: (response) => expect(response.json().referrals).toEqual([]),
 });
 
+describeAuthSuite('GET /v1/referrals/{id}', {
+  request: () => ({ method: 'GET', url: '/v1/referrals/1' }),
+  scope: 'referral:read',
+  successStatus: 200,
+  seed: seedReferral,
+  expectIsolated: (response) => {
+    expectError(response, 'not_found');
+  },
+});
+
 describeAuthSuite('POST /v1/referrals', {
   request: () => ({
     method: 'POST',
