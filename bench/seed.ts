@@ -28,7 +28,7 @@ const REFERRAL_SETTINGS = {
 };
 
 /** A rule of each shape in turn, so pages hold every serialisation branch. */
-function rule(i: number): Record<string, unknown> {
+export function benchRule(i: number): Record<string, unknown> {
   const limits = [
     null,
     { max: 1, type: 'lifetime' },
@@ -51,7 +51,7 @@ function rule(i: number): Record<string, unknown> {
 
 async function createRules(services: Services, accountId: number, count: number): Promise<void> {
   for (let start = 0; start < count; start += 1000) {
-    const batch = Array.from({ length: Math.min(1000, count - start) }, (_, i) => rule(start + i));
+    const batch = Array.from({ length: Math.min(1000, count - start) }, (_, i) => benchRule(start + i));
     await services.earningRules.create(accountId, batch);
   }
 }
@@ -91,9 +91,9 @@ export async function seedAccount(
   await bulkIdentities(db, created.id, `a${created.id}`, identities);
   const order = await services.activityTypes.create(created.id, { name: 'Place an order' });
   await services.earningRules.create(created.id, [
-    { ...rule(2), name: 'Order', activity_token: order.token, earning_limit: null },
+    { ...benchRule(2), name: 'Order', activity_token: order.token, earning_limit: null },
     {
-      ...rule(1),
+      ...benchRule(1),
       name: 'Order bonus',
       activity_token: order.token,
       earning_limit: { max: 3, type: 'rolling', rolling: { unit: 'day', unit_count: 1 } },
