@@ -10,12 +10,12 @@ import { expectError } from '../helpers/contract.js';
 const seedCode = async (t: TestApp, a: Tenant) => {
   const customer = (await t.services.customers.create(a.accountId, { email: 'jane@example.com' })).id;
   await t.services.pointsTransactions.adjust(a.accountId, { customer_id: customer, points_change: 1000 });
-  const product = await t.services.pointsProducts.create(a.accountId, {
+  await t.services.pointsProducts.create(a.accountId, {
     exchange_type: 'fixed',
     points_price: 10,
     reward: { name: '$5 off' },
   });
-  await t.services.pointsProducts.purchase(a.accountId, product.id, { customer_id: customer });
+  await t.services.pointsProducts.purchase(a.accountId, 1, { customer_id: customer });
 };
 
 /** B's request is A's code unknown: 404, and the code and the points are as they were. */
