@@ -168,7 +168,7 @@ export class EventsService {
       schedule: { key: EVENTS_RETENTION_QUEUE },
       run: async () => {
         const { done } = await this.deleteExpired();
-        return { retryAt: done ? this.clock.now() + RETENTION_EVERY_MS : this.clock.now() };
+        return { runAt: done ? this.clock.now() + RETENTION_EVERY_MS : this.clock.now() };
       },
     };
   }
