@@ -70,7 +70,7 @@ export class Housekeeping {
       schedule: { key: HOUSEKEEPING_QUEUE },
       run: async () => {
         await this.runOnce();
-        return { retryAt: clock.now() + intervalMs };
+        return { runAt: clock.now() + intervalMs };
       },
     };
   }

@@ -1,17 +1,11 @@
-import { accountsRoom } from './accounts/room.js';
 import { activitiesRoom } from './activities/room.js';
-import { activityTypesRoom } from './activity-types/room.js';
 import { adminRoom } from './admin/room.js';
-import { appsRoom } from './apps/room.js';
-import { authRoom } from './auth/room.js';
 import { customerIdentitiesRoom } from './customer-identities/room.js';
 import { customersRoom } from './customers/room.js';
 import { earningRulesRoom } from './earning-rules/room.js';
 import { eventsRoom } from './events/room.js';
-import { exportsRoom } from './exports/room.js';
-import { idempotencyRoom } from './idempotency/room.js';
 import { importsRoom } from './imports/room.js';
-import { jobsRoom } from './jobs/room.js';
+import type { JobHandler } from './jobs/service.js';
 import { oauthRoom } from './oauth/room.js';
 import { pointsExpiryRoom } from './points-expiry/room.js';
 import { pointsProductsRoom } from './points-products/room.js';
@@ -21,15 +15,14 @@ import { referralSettingsRoom } from './referral-settings/room.js';
 import { referralsRoom } from './referrals/room.js';
 import { rewardFulfillmentsRoom } from './reward-fulfillments/room.js';
 import type { Room } from './room.js';
-import { sessionsRoom } from './sessions/room.js';
-import { usersRoom } from './users/room.js';
+import type { Services } from './services.js';
 import { vipTiersRoom } from './vip-tiers/room.js';
 import { webhooksRoom } from './webhooks/room.js';
 
 /**
- * Every room of the service, the one place a new one is added. Routes are registered in this
- * order (the OpenAPI document lists paths in it); services are built in any order, each on first
- * use by another.
+ * Every room that answers HTTP or runs background work, the one place a new one is added. Routes
+ * are registered in this order (the OpenAPI document lists paths in it). Services are built in
+ * src/services.ts.
  */
 export const rooms: readonly Room[] = [
   referralSettingsRoom,
@@ -42,7 +35,6 @@ export const rooms: readonly Room[] = [
   pointsSettingsRoom,
   pointsExpiryRoom,
   importsRoom,
-  exportsRoom,
   pointsProductsRoom,
   rewardFulfillmentsRoom,
   referralsRoom,
@@ -50,12 +42,9 @@ export const rooms: readonly Room[] = [
   webhooksRoom,
   oauthRoom,
   adminRoom,
-  accountsRoom,
-  appsRoom,
-  authRoom,
-  usersRoom,
-  sessionsRoom,
-  activityTypesRoom,
-  idempotencyRoom,
-  jobsRoom,
-] as Room[];
+];
+
+/** The background work of every room (Room.jobs), for a server process's JobRunner. */
+export function jobHandlers(services: Services): JobHandler[] {
+  return rooms.flatMap((room) => (room.jobs ? [...room.jobs(services)] : []));
+}

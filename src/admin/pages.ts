@@ -1,20 +1,14 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { DomainError, notFound } from '../errors.js';
-import type { Session, SessionUser } from '../sessions/service.js';
 import { type FormBody, type FormWording, formErrors } from './form.js';
 import { FormBody as FormBodySchema, IdParams } from './form-schemas.js';
-import { type PageData, renderPage } from './views.js';
+import { type ConsoleUser, type PageData, renderPage } from './views.js';
 
 // What every console page shares: how it is sent, who asked for it, and its forms. The page files
 // and routes.ts (sign-in, error pages) import it; it imports none of them, so the console's
 // modules form no circle.
 
-/** The signed-in merchant of a console request, with the session's CSRF token. */
-export interface ConsoleUser {
-  session: Session;
-  user: SessionUser;
-  csrf: string;
-}
+export type { ConsoleUser } from './views.js';
 
 declare module 'fastify' {
   interface FastifyRequest {

@@ -2,8 +2,8 @@ import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Eta } from 'eta';
+import type { Session, SessionUser } from '../sessions/service.js';
 import { type PointsLabel, pointsText } from './form.js';
-import type { ConsoleUser } from './pages.js';
 
 /**
  * The console's Content-Security-Policy: its own stylesheet and nothing else. No script runs,
@@ -56,6 +56,13 @@ export const SECTIONS = [
   { href: '/admin/webhooks', label: 'Webhooks' },
   { href: '/admin/imports', label: 'Import and export' },
 ] as const;
+
+/** The signed-in merchant of a console request, with the session's CSRF token. */
+export interface ConsoleUser {
+  session: Session;
+  user: SessionUser;
+  csrf: string;
+}
 
 /** What every page is rendered with. */
 export interface PageData extends Record<string, unknown> {

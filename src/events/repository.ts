@@ -1,6 +1,7 @@
 import { type Kysely, type QueryCreator, type SelectQueryBuilder, sql, type Transaction } from 'kysely';
 import type { Direction } from '../pagination/cursor.js';
 import type { Database, EventRow } from '../storage/schema.js';
+import type { SubscriberRow } from './subscribers.js';
 
 /** A new event's row. */
 export interface NewEventRow {
@@ -25,12 +26,6 @@ export async function insertEvents(trx: Transaction<Database>, rows: readonly Ne
 
 const insertQuery = (db: QueryCreator<Database>, rows: readonly NewEventRow[]) =>
   db.insertInto('events').values(rows).returning(['id', 'public_id', 'type']);
-
-/** An enabled webhook endpoint's row, as the fan-out matches events against it. */
-export interface SubscriberRow {
-  id: number;
-  event_types: string;
-}
 
 /**
  * insertEvents, with a read of the events' account's webhook subscribers (`subscribers`, the

@@ -11,7 +11,6 @@ import { isPostgres } from '../storage/dialect.js';
 import type { Database, EventRow } from '../storage/schema.js';
 import type { UnitOfWork, Work } from '../storage/unit-of-work.js';
 import { parseTime } from '../time.js';
-import type { WebhooksService } from '../webhooks/service.js';
 import { EVENT_TYPE_NAMES, type EventType, isEventType, readsEventType } from './catalog.js';
 import {
   deleteEventsBefore,
@@ -24,14 +23,9 @@ import {
   type NewEventRow,
 } from './repository.js';
 import type { EventsQuery } from './schemas.js';
+import type { EventSubscribers, RecordedEvent } from './subscribers.js';
 
-/** An event as written: its ids, account and type (what the fan-out to endpoints needs). */
-export interface RecordedEvent {
-  readonly id: number;
-  readonly publicId: string;
-  readonly accountId: number;
-  readonly type: string;
-}
+export type { RecordedEvent } from './subscribers.js';
 
 /** A new event id: `evt_` and 24 random base62 characters (about 143 bits). */
 export function newEventId(): string {
@@ -71,8 +65,8 @@ export class EventsService {
     private readonly uow: UnitOfWork,
     private readonly clock: Clock,
     private readonly retentionDays: number,
-    /** Lazy: the webhooks room records events too (tests, pings), so each reaches the other on use. */
-    private readonly webhooks: () => WebhooksService,
+    /** Who hears of the events recorded (the webhooks room, through the port events declares). */
+    private readonly subscribers: EventSubscribers,
   ) {
     this.cursors = new Cursors(db, clock);
   }
@@ -174,20 +168,19 @@ export class EventsService {
       schedule: { key: EVENTS_RETENTION_QUEUE },
       run: async () => {
         const { done } = await this.deleteExpired();
-        return { retryAt: done ? this.clock.now() + RETENTION_EVERY_MS : this.clock.now() };
+        return { runAt: done ? this.clock.now() + RETENTION_EVERY_MS : this.clock.now() };
       },
     };
   }
 
   private async write(w: Work, events: NewEventRow[]): Promise<void> {
     if (events.length === 0) return;
-    const webhooks = this.webhooks();
     // On PostgreSQL one account's events (a write's always are) are inserted beside the read of
     // that account's webhook subscribers, a round trip fewer; SQLite has none to save.
     const accountId = events[0]!.account_id;
     const { inserted, subscribers } =
       isPostgres(w.trx) && events.every((event) => event.account_id === accountId)
-        ? await insertEventsBeside(w.trx, events, webhooks.subscribersQuery(w, accountId))
+        ? await insertEventsBeside(w.trx, events, this.subscribers.subscribersQuery(w, accountId))
         : { inserted: await insertEvents(w.trx, events), subscribers: undefined };
     // RETURNING's order is not promised on SQLite: each row is matched by its public id.
     const accounts = new Map(events.map((event) => [event.public_id, event.account_id]));
@@ -199,7 +192,7 @@ export class EventsService {
         type: row.type,
       }))
       .sort((a, b) => a.id - b.id);
-    await webhooks.fanOut(w, recorded, subscribers);
+    await this.subscribers.fanOut(w, recorded, subscribers);
   }
 }
 

@@ -435,7 +435,7 @@ export class ImportsService {
       queue: IMPORTS_QUEUE,
       run: async (job) => {
         const finished = await this.step(job.subjectId!, performance.now() + STEP_BUDGET_MS);
-        return finished ? { done: true } : { retryAt: this.clock.now() };
+        return finished ? { done: true } : { runAt: this.clock.now() };
       },
     };
   }

@@ -57,7 +57,7 @@ export interface QueueStats {
   failures: number;
   lastRunAt: number | null;
   lastDurationMs: number | null;
-  lastOutcome: 'done' | 'retry' | 'failed' | null;
+  lastOutcome: 'done' | 'again' | 'failed' | null;
 }
 
 /** An outcome waiting to be recorded; resolved with whether it was recorded with its batch. */
@@ -397,7 +397,7 @@ export class JobRunner {
 
   /** Gives a claimed job back unrun, due now, its claim not counted as an attempt. */
   private putBack(job: ClaimedJob): Promise<boolean> {
-    return this.finish(job, { retryAt: this.clock.now(), undoAttempt: true }, true).catch(() => false);
+    return this.finish(job, { runAt: this.clock.now(), undoAttempt: true }, true).catch(() => false);
   }
 
   /**
@@ -427,7 +427,7 @@ export class JobRunner {
         { err: error, queue: job.queue, job: job.id, attempt: job.attempt },
         'job failed; it runs again later',
       );
-      outcome = { retryAt: this.clock.now() + Math.min(60_000 * 2 ** Math.min(job.attempt - 1, 6), 3_600_000) };
+      outcome = { runAt: this.clock.now() + backoffMs(job.attempt) };
     }
     const durationMs = performance.now() - started;
     if (job.groupKey !== null) this.placeFreed(job.groupKey, durationMs);
@@ -447,8 +447,8 @@ export class JobRunner {
     if (failed) stats.failures++;
     stats.lastRunAt = this.clock.now();
     stats.lastDurationMs = performance.now() - started;
-    stats.lastOutcome = failed ? 'failed' : 'done' in outcome ? 'done' : 'retry';
-    if (!('done' in outcome)) this.armAt(outcome.retryAt);
+    stats.lastOutcome = failed ? 'failed' : 'done' in outcome ? 'done' : 'again';
+    if (!('done' in outcome)) this.armAt(outcome.runAt);
     return settled;
   }
 
@@ -573,7 +573,7 @@ export class JobRunner {
       const mine =
         'done' in outcome
           ? deleted.has(job.id)
-          : await rescheduleClaimedJob(w.trx, job.id, this.owner, outcome.retryAt, {
+          : await rescheduleClaimedJob(w.trx, job.id, this.owner, outcome.runAt, {
               undoAttempt: outcome.undoAttempt === true,
               ...(run ? { lastRun: run } : {}),
             });
@@ -622,4 +622,9 @@ export class JobRunner {
       }
     }, this.options.watchMs).unref();
   }
+}
+
+/** How long a job that threw waits before it runs again: 1 minute, doubling per attempt, at most an hour. */
+function backoffMs(attempt: number): number {
+  return Math.min(60_000 * 2 ** Math.min(attempt - 1, 6), 3_600_000);
 }

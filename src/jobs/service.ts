@@ -61,14 +61,14 @@ export interface ClaimedJob {
 }
 
 /**
- * What became of a job: `done` deletes it, `retryAt` makes it due again then. `record` runs in
+ * What became of a job: `done` deletes it, `runAt` makes it due again then. `record` runs in
  * the transaction that does so, only while this process still holds the job (its lease did not
  * run out): the delivery log's row of an attempt, for instance.
  */
 export type JobOutcome =
   | { readonly done: true; readonly record?: (w: Work) => Promise<void> }
   | {
-      readonly retryAt: number;
+      readonly runAt: number;
       /** The claim was no attempt (a job put aside unrun, such as a parked delivery): it is not counted. */
       readonly undoAttempt?: boolean;
       readonly record?: (w: Work) => Promise<void>;
@@ -79,7 +79,7 @@ export interface JobHandler {
   readonly queue: string;
   /**
    * A recurring job: one row under this key, made when missing as a runner starts (due at once),
-   * never deleted: each run says when the next is (`retryAt`).
+   * never deleted: each run says when the next is (`runAt`).
    */
   readonly schedule?: { readonly key: string };
   /** Runs one job, outside any transaction. A throw is a failed attempt, retried after a pause. */

@@ -100,8 +100,8 @@ export interface ModelDeps {
    * `revocations.around` (the credential cache).
    */
   auth: AuthService;
-  /** The webhooks room: a grant's endpoints go with its revocation. Lazy, as rooms reach each other. */
-  webhooks: () => WebhooksService;
+  /** The webhooks room: a grant's endpoints go with its revocation. */
+  webhooks: WebhooksService;
   accessTokenTtlSeconds: number;
 }
 
@@ -125,7 +125,7 @@ async function revokeGrantChain(deps: Pick<ModelDeps, 'auth' | 'webhooks'>, w: W
   await revokeGrant(w.trx, grantId, w.now);
   await deps.auth.revokeGrantAccessTokens(w, grantId);
   await revokeRefreshTokensOfGrant(w.trx, grantId, w.now);
-  await deps.webhooks().deleteForGrant(w, grantId);
+  await deps.webhooks.deleteForGrant(w, grantId);
 }
 
 /**

@@ -141,7 +141,7 @@ export class OAuthService {
     apps: AppsService,
     private readonly auth: AuthService,
     private readonly accessTokenTtlSeconds: number,
-    webhooks: () => WebhooksService,
+    webhooks: WebhooksService,
   ) {
     this.apps = apps;
     const deps = { db, uow, clock, apps, auth, webhooks, accessTokenTtlSeconds };

@@ -59,7 +59,7 @@ export class PointsExpiryService {
       schedule: { key: POINTS_EXPIRY_QUEUE },
       run: async () => {
         const { finished } = await this.runPass(performance.now() + PASS_BUDGET_MS);
-        return { retryAt: this.clock.now() + (finished ? POINTS_EXPIRY_INTERVAL_MS : 0) };
+        return { runAt: this.clock.now() + (finished ? POINTS_EXPIRY_INTERVAL_MS : 0) };
       },
     };
   }

@@ -368,7 +368,7 @@ export class VipTiersService {
         const finished = await this.runPass(performance.now() + PASS_BUDGET_MS);
         const now = this.clock.now();
         const midnight = (Math.floor(now / DAY_MS) + 1) * DAY_MS;
-        return { retryAt: finished ? Math.min(midnight, now + VIP_PERIODS_INTERVAL_MS) : now };
+        return { runAt: finished ? Math.min(midnight, now + VIP_PERIODS_INTERVAL_MS) : now };
       },
     };
   }

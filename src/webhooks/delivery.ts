@@ -136,7 +136,8 @@ export class WebhookDeliverer {
     if (last) return { done: true, record };
     // Up to 10 % later, so that the retries of a burst that failed together spread out.
     const delayMs = Math.round(delaySeconds * 1000 * (1 + 0.1 * this.random()));
-    return { retryAt: this.deps.clock.now() + delayMs, record };
+    const retryAt = this.deps.clock.now() + delayMs;
+    return { runAt: retryAt, record };
   }
 
   /**
@@ -147,7 +148,7 @@ export class WebhookDeliverer {
   private park(endpoint: WebhookEndpointRow): JobOutcome {
     const id = Number(endpoint.id);
     return {
-      retryAt: PARKED_AT,
+      runAt: PARKED_AT,
       // Parking is no attempt: the delivery keeps every retry for when the endpoint is back.
       undoAttempt: true,
       record: async (w) => {

@@ -4,16 +4,17 @@ import type { Clock } from '../clock.js';
 import { isoTime } from '../common-schemas.js';
 import type { EventSettings } from '../config.js';
 import { DomainError, invalidParameter, notFound } from '../errors.js';
-import type { EventsService, RecordedEvent } from '../events/service.js';
-import { type JobHandler, type JobsService, type NewJob, PARKED_AT } from '../jobs/service.js';
+import type { EventsService } from '../events/service.js';
+import { type JobHandler, type JobsService, PARKED_AT } from '../jobs/service.js';
 import { Cursors, keysetPage } from '../pagination/keyset.js';
 import { DEFAULT_LIMIT } from '../pagination/schemas.js';
 import type { Database } from '../storage/schema.js';
 import type { UnitOfWork, Work } from '../storage/unit-of-work.js';
 import { validate } from '../validate.js';
 import { WebhookDeliverer } from './delivery.js';
-import { endpointGroup, WEBHOOK_DELIVERY_QUEUE } from './delivery-queue.js';
+import { endpointGroup } from './delivery-queue.js';
 import { urlProblem } from './destination.js';
+import { deliveryJob } from './fan-out.js';
 import { bothAllow, endpointScopes, eventTypesColumn, reads, scopesColumn } from './narrowing.js';
 import {
   type AttemptRow,
@@ -26,12 +27,8 @@ import {
   findAttemptsPage,
   findEndpoint,
   findEndpointsPage,
-  findSubscribers,
   insertEndpoint,
   lockAccountEndpoints,
-  type Subscriber,
-  subscribersOf,
-  toSubscriber,
   updateEndpoint,
 } from './repository.js';
 import {
@@ -47,12 +44,8 @@ import {
 import { newWebhookSecret, WebhookSecrets } from './secrets.js';
 
 export { endpointGroup, WEBHOOK_DELIVERY_QUEUE } from './delivery-queue.js';
+export { subscribes } from './fan-out.js';
 export type { EventJson, WebhookDeliveriesPage, WebhookEndpoint, WebhookEndpointsPage } from './schemas.js';
-
-/** True when an endpoint whose `event_types` column is `eventTypes` receives events of `type`. */
-export function subscribes(eventTypes: string, type: string): boolean {
-  return type !== 'ping' && (eventTypes === '*' || eventTypes.includes(` ${type} `));
-}
 
 /** How long a rotated-out secret keeps signing beside the new one. */
 export const PREVIOUS_SECRET_TTL_MS = 24 * 60 * 60 * 1000;
@@ -88,8 +81,7 @@ export interface WebhooksDeps {
   uow: UnitOfWork;
   clock: Clock;
   jobs: JobsService;
-  /** Lazy: the events room reaches this one lazily too (the outbox's fan-out). */
-  events: () => EventsService;
+  events: EventsService;
   settings: EventSettings;
 }
 
@@ -120,39 +112,6 @@ export class WebhooksService {
       secrets: this.secrets,
       settings: deps.settings,
     });
-  }
-
-  /** The statement that reads the account's enabled endpoints, for the events insert to run beside it. */
-  subscribersQuery(w: Work, accountId: number) {
-    return subscribersOf(w.trx, accountId).select(['id', 'event_types']);
-  }
-
-  /**
-   * One delivery job per (event, enabled endpoint of its account subscribed to its type), in the
-   * transaction that wrote the events. `known`: the enabled endpoints of the events' one account,
-   * when the statement that wrote them read those too (see insertEventsBeside).
-   */
-  async fanOut(
-    w: Work,
-    events: readonly RecordedEvent[],
-    known?: readonly { id: number; event_types: string }[],
-  ): Promise<void> {
-    const subscribers = new Map<number, readonly Subscriber[]>();
-    const [first] = events;
-    if (known && first) subscribers.set(first.accountId, known.map(toSubscriber));
-    const deliveries: NewJob[] = [];
-    for (const event of events) {
-      let endpoints = subscribers.get(event.accountId);
-      if (!endpoints) {
-        endpoints = await findSubscribers(w.trx, event.accountId);
-        subscribers.set(event.accountId, endpoints);
-      }
-      for (const endpoint of endpoints) {
-        if (!subscribes(endpoint.eventTypes, event.type)) continue;
-        deliveries.push(deliveryJob(event.accountId, endpoint.id, event.id));
-      }
-    }
-    await this.jobs.enqueue(w, deliveries);
   }
 
   /**
@@ -295,7 +254,7 @@ export class WebhooksService {
     return this.uow.run(async (w) => {
       const row = await this.require(w.trx, viewerOf(accountId, caller), id);
       refuseDisabled(row, 'id');
-      const event = await this.deps.events().recordAlone(w, accountId, 'ping', {});
+      const event = await this.deps.events.recordAlone(w, accountId, 'ping', {});
       await this.jobs.enqueue(w, [deliveryJob(accountId, id, event.id)]);
       return { id: event.publicId, type: event.type, account_id: accountId, created_at: isoTime(w.now), data: {} };
     });
@@ -311,7 +270,7 @@ export class WebhooksService {
     await this.require(this.db, viewerOf(accountId, caller), id);
     const filters = { webhook_endpoint_id: id, ...(query.event_id === undefined ? {} : { event_id: query.event_id }) };
     // An event the account does not have (or no longer has) has no attempts: an empty page.
-    const event = query.event_id === undefined ? undefined : await this.deps.events().find(accountId, query.event_id);
+    const event = query.event_id === undefined ? undefined : await this.deps.events.find(accountId, query.event_id);
     const eventId = event ? Number(event.id) : query.event_id === undefined ? null : undefined;
     const page = await keysetPage({
       codec: await this.cursors.codec(DELIVERIES_CURSOR),
@@ -351,7 +310,7 @@ export class WebhooksService {
    * sent (its scopes), is not found, as in the feed; so is an endpoint the caller does not see.
    */
   async resend(accountId: number, eventId: string, endpointId: number, caller: Caller = MERCHANT): Promise<void> {
-    const event = await this.deps.events().find(accountId, eventId);
+    const event = await this.deps.events.find(accountId, eventId);
     if (!event || !reads(caller.scopes, event.type)) throw notFound(`event ${eventId} does not exist`);
     await this.uow.run(async (w) => {
       const row = await this.require(w.trx, viewerOf(accountId, caller), endpointId);
@@ -389,16 +348,6 @@ export class WebhooksService {
 }
 
 /** The delivery of one event to one endpoint; a resend's says so, for its attempts in the log. */
-function deliveryJob(accountId: number, endpointId: number, eventId: number, trigger?: 'resend'): NewJob {
-  return {
-    queue: WEBHOOK_DELIVERY_QUEUE,
-    accountId,
-    groupKey: endpointGroup(endpointId),
-    subjectId: eventId,
-    payload: trigger === undefined ? { webhook_endpoint_id: endpointId } : { webhook_endpoint_id: endpointId, trigger },
-  };
-}
-
 /**
  * What followed an attempt, and when its delivery is tried next: read from the delivery's job
  * while it is pending (its run_at is the one record of that time, moved by a disable, an enable

@@ -52,7 +52,7 @@ describe('event retention', () => {
     const job = t.services.events.retentionJob();
     expect(job.schedule?.key).toBe('events.retention');
     const outcome = await job.run({} as never);
-    expect('retryAt' in outcome && outcome.retryAt).toBe(t.clock.now() + 60 * 60 * 1000);
+    expect('runAt' in outcome && outcome.runAt).toBe(t.clock.now() + 60 * 60 * 1000);
     expect(await stored()).toBe(0);
   });
 });

@@ -101,9 +101,9 @@ describe('the chores as a job', () => {
     expect(job.schedule?.key).toBe('housekeeping');
     const outcome = await job.run({} as never);
     expect(passes).toBe(1);
-    expect(outcome).toEqual({ retryAt: 1_300 });
+    expect(outcome).toEqual({ runAt: 1_300 });
     now = 5_000;
-    expect(await job.run({} as never)).toEqual({ retryAt: 5_300 });
+    expect(await job.run({} as never)).toEqual({ runAt: 5_300 });
     expect(passes).toBe(2);
   });
 });

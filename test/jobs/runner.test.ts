@@ -85,7 +85,7 @@ describe('the job runner', () => {
     const work = runner([
       handler(async (job) => {
         seen.push(`${job.subjectId}#${job.attempt}`);
-        return job.subjectId === 0 && job.attempt === 1 ? { retryAt: clock.now() + 5000 } : { done: true };
+        return job.subjectId === 0 && job.attempt === 1 ? { runAt: clock.now() + 5000 } : { done: true };
       }),
     ]);
     await add(2);
@@ -128,7 +128,7 @@ describe('the job runner', () => {
       schedule: { key: 'test.recurring' },
       run: async () => {
         runs++;
-        return { retryAt: clock.now() + 3_600_000 };
+        return { runAt: clock.now() + 3_600_000 };
       },
     };
     const first = runner([recurring], { pollMs: 3_600_000 });
@@ -155,7 +155,7 @@ describe('the job runner', () => {
       run: async () => {
         clock.advance(250);
         if (fail) throw new Error('the pass failed');
-        return { retryAt: clock.now() + 3_600_000 };
+        return { runAt: clock.now() + 3_600_000 };
       },
     };
     const one = runner([recurring], { pollMs: 3_600_000 });

@@ -117,9 +117,9 @@ describe('the periods job', () => {
     expect(job.queue).toBe(VIP_PERIODS_QUEUE);
     t.clock.set(Date.UTC(2026, 11, 31, 23, 30));
     const late = await job.run({} as never);
-    expect(late).toEqual({ retryAt: Date.UTC(2027, 0, 1) });
+    expect(late).toEqual({ runAt: Date.UTC(2027, 0, 1) });
     t.clock.set(Date.UTC(2026, 5, 1, 10));
-    expect(await job.run({} as never)).toEqual({ retryAt: Date.UTC(2026, 5, 1, 11) });
+    expect(await job.run({} as never)).toEqual({ runAt: Date.UTC(2026, 5, 1, 11) });
   });
 
   it('touches nobody whose placement time did not change', async () => {
