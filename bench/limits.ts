@@ -22,7 +22,6 @@
 // report; the growth data is built (and kept between runs) by bench/growth-data.ts.
 import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import pg from 'pg';
 import { captureWrites, hookDrivers } from './limits/capture.js';
 import { nodeFloors, readCeilings, writeCeilings } from './limits/ceilings.js';
 import { growthFigures } from './limits/growth.js';
@@ -30,19 +29,8 @@ import { type EngineReport, writeLimitsReport } from './limits/report.js';
 import { serviceFigures } from './limits/service.js';
 import { DATA, ENGINES, log, ONLY } from './limits/settings.js';
 import { missingTools } from './limits/tools.js';
-import { PG_URL } from './processes.js';
+import { PG_URL, postgresAnswers } from './processes.js';
 import { prepare } from './write-scenarios.js';
-
-/** Whether the benchmark's PostgreSQL answers at PG_URL. */
-async function postgresAnswers(): Promise<boolean> {
-  const client = new pg.Client({ connectionString: PG_URL });
-  const reachable = await client.connect().then(
-    () => true,
-    () => false,
-  );
-  await client.end().catch(() => undefined);
-  return reachable;
-}
 
 /** One engine: the data, the routes' statements, the service's figures, then the write ceilings and floors. */
 async function benchEngine(engine: 'sqlite' | 'postgres'): Promise<EngineReport> {

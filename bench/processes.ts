@@ -139,6 +139,17 @@ export async function startService(
   return { url, pids: () => childPids(child.pid ?? 0), stop: () => stopChild(child) };
 }
 
+/** Whether the benchmark's PostgreSQL answers at PG_URL. */
+export async function postgresAnswers(): Promise<boolean> {
+  const client = new pg.Client({ connectionString: PG_URL });
+  const reachable = await client.connect().then(
+    () => true,
+    () => false,
+  );
+  await client.end().catch(() => undefined);
+  return reachable;
+}
+
 /** A new, empty schema `schema` (dropped first if it exists) in the benchmark's PostgreSQL; its URL. */
 export async function freshPostgresSchema(schema: string): Promise<string> {
   const client = new pg.Client({ connectionString: PG_URL });

@@ -2,7 +2,6 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Activity } from '../../src/activities/schemas.js';
 import type { Customer } from '../../src/customers/schemas.js';
 import { bearer, createTenant, createTestApp, type Tenant, type TestApp } from '../helpers/app.js';
-import { describeAuthSuite } from '../helpers/auth-suite.js';
 import { expectError } from '../helpers/contract.js';
 import { engineState, fixedRule, program, unbalancedCustomers, variableRule } from '../helpers/engine.js';
 
@@ -437,24 +436,4 @@ describe('POST /v1/activities: every refusal writes nothing', () => {
     expect(response.statusCode, response.body).toBe(201);
     expect(credited(response.json<{ activity: Activity }>().activity)).toEqual([1_000_000_000]);
   });
-});
-
-describeAuthSuite('POST /v1/activities', {
-  request: () => ({
-    method: 'POST',
-    url: URL,
-    payload: { activity: { token: 'activity_x', customer_email: 'a@example.com' } },
-  }),
-  scope: 'activity:write',
-  successStatus: 201,
-  seed: async (t, a) => {
-    const type = await t.services.activityTypes.create(a.accountId, { name: 'Order' });
-    // The suite's request names this token: give the type that token by renaming it in storage.
-    await t.db.kysely.updateTable('activity_types').set({ token: 'activity_x' }).where('id', '=', type.id).execute();
-  },
-  expectIsolated: async (response, t, a) => {
-    // B has no activity type with A's token: refused, and A's data untouched.
-    expectError(response, 'invalid_parameter');
-    expect(await t.services.customers.list(a.accountId)).toEqual([]);
-  },
 });

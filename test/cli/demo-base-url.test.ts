@@ -1,8 +1,8 @@
 import { execFile } from 'node:child_process';
 import { createServer } from 'node:net';
 import { promisify } from 'node:util';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { loyalty } from '../helpers/cli.js';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { loyalty, loyaltyInProcess } from '../helpers/cli.js';
 import { createTestDatabase, storedText, type TestDatabase } from '../helpers/database.js';
 import { type ServerProcess, startServer } from '../helpers/server-process.js';
 import { eventually } from '../helpers/wait.js';
@@ -37,14 +37,18 @@ function consoleUser(text: string): { url: string; email: string; password: stri
   return { url: field('Console'), email: field('email'), password: field('password') };
 }
 
+// The address the demo takes from each setting. In this process (loyaltyInProcess: the same
+// program, with the environment given), on one database: each case makes a demo account of its
+// own, and no server is ever started on it, so none is "the last server started". The real
+// process runs in the refusals below and against a real server.
 describe('loyalty demo: the address of its curl lines and console', () => {
   let database: TestDatabase;
   let env: Record<string, string>;
-  beforeEach(async () => {
+  beforeAll(async () => {
     database = await createTestDatabase();
     env = { DATABASE_URL: database.url };
   });
-  afterEach(() => database.drop());
+  afterAll(() => database.drop());
 
   it.each<{ vars: Record<string, string>; args: string[]; base: string; source: string }>([
     { vars: { PORT: '31234' }, args: [], base: 'http://127.0.0.1:31234', source: 'from HOST and PORT' },
@@ -84,7 +88,7 @@ describe('loyalty demo: the address of its curl lines and console', () => {
   ])(
     '$vars $args: $base',
     async ({ vars, args, base, source }) => {
-      const json = await loyalty(['demo', ...args, '--json'], { ...env, ...vars });
+      const json = await loyaltyInProcess(['demo', ...args, '--json'], { ...env, ...vars });
       expect(json.stderr).toBe('');
       expect(json.code).toBe(0);
       const demo = json.json();
@@ -93,7 +97,7 @@ describe('loyalty demo: the address of its curl lines and console', () => {
       expect(demo.console_url).toBe(`${base}/admin`);
       expect(demo.referral_url.startsWith(`${base}/r/`), demo.referral_url).toBe(true);
 
-      const text = await loyalty(['demo', ...args], { ...env, ...vars });
+      const text = await loyaltyInProcess(['demo', ...args], { ...env, ...vars });
       expect(text.code, text.stderr).toBe(0);
       const urls = curlUrls(text.stdout);
       expect(urls.length).toBeGreaterThanOrEqual(8);
@@ -104,10 +108,17 @@ describe('loyalty demo: the address of its curl lines and console', () => {
     },
     60_000,
   );
+});
+
+describe('loyalty demo: an address it cannot use', () => {
+  let database: TestDatabase;
+  afterEach(() => database.drop());
 
   it('refuses an address it cannot use, before creating anything', async () => {
-    const accounts = async () => (await loyalty(['accounts', 'list', '--json'], env)).json();
-    // PORT=0: only the running server knows its port.
+    database = await createTestDatabase();
+    const env = { DATABASE_URL: database.url };
+    const accounts = async () => (await loyaltyInProcess(['accounts', 'list', '--json'], env)).json();
+    // PORT=0: only the running server knows its port. The real process: its exit code and stderr.
     const unknown = await loyalty(['demo', '--json'], { ...env, PORT: '0' });
     expect(unknown.code).toBe(1);
     expect(JSON.parse(unknown.stderr).error).toMatchObject({
@@ -116,7 +127,7 @@ describe('loyalty demo: the address of its curl lines and console', () => {
       details: [{ field: 'base_url', message: 'is required with PORT=0' }],
     });
     for (const bad of ['127.0.0.1:3000', 'ftp://127.0.0.1', 'http://user:pw@127.0.0.1:3000', 'http://h/?q=1', '']) {
-      const refused = await loyalty(['demo', '--base-url', bad, '--json'], env);
+      const refused = await loyaltyInProcess(['demo', '--base-url', bad, '--json'], env);
       expect(refused.code, bad).toBe(1);
       expect(JSON.parse(refused.stderr).error, bad).toMatchObject({
         code: 'invalid_parameter',

@@ -2,7 +2,6 @@ import type { InjectOptions } from 'fastify';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { CustomerIdentity, CustomerIdentityResponse } from '../../src/customer-identities/schemas.js';
 import { bearer, createTenant, createTestApp, type Tenant, type TestApp } from '../helpers/app.js';
-import { describeAuthSuite } from '../helpers/auth-suite.js';
 import { expectError } from '../helpers/contract.js';
 
 const URL = '/v1/customer_identities/create_or_update';
@@ -486,35 +485,4 @@ describe('POST /v1/customer_identities/create_or_update: OpenAPI', () => {
       'email',
     ]);
   });
-});
-
-describeAuthSuite('POST /v1/customer_identities/create_or_update', {
-  successStatus: 200,
-  request: () => ({
-    method: 'POST',
-    url: URL,
-    payload: { customer_identity: { distinct_id: 'crm-1', email: 'jane@example.com', first_name: 'Bea' } },
-  }),
-  scope: 'customer_identity:write',
-  accessTokenOnly: true,
-  seed: async (t, a) => {
-    await t.services.customerIdentities.createOrUpdate(a.accountId, {
-      distinct_id: 'crm-1',
-      email: 'jane@example.com',
-      first_name: 'Jane',
-      properties: { owner: 'A' },
-    });
-  },
-  expectIsolated: async (response, t, a, b) => {
-    expect(response.statusCode).toBe(201);
-    const [ofA] = await t.services.customerIdentities.listIdentities(a.accountId);
-    const [ofB] = await t.services.customerIdentities.listIdentities(b.accountId);
-    const created = response.json<CustomerIdentityResponse>().customer_identity;
-    expect(created).toEqual(ofB);
-    expect(created.id).not.toBe(ofA?.id);
-    expect(created.customer_id).not.toBe(ofA?.customer_id);
-    expect(created).toMatchObject({ first_name: 'Bea', properties: {} });
-    expect(ofA).toMatchObject({ distinct_id: 'crm-1', first_name: 'Jane', properties: { owner: 'A' } });
-    expect(await t.services.customers.list(a.accountId)).toHaveLength(1);
-  },
 });

@@ -4,7 +4,6 @@ import type { EventType } from '../../src/events/catalog.js';
 import type { Event, EventsPage } from '../../src/events/schemas.js';
 import { UnitOfWork } from '../../src/storage/unit-of-work.js';
 import { bearer, createTenant, createTestApp, type Tenant, type TestApp } from '../helpers/app.js';
-import { describeAuthSuite } from '../helpers/auth-suite.js';
 import { expectError } from '../helpers/contract.js';
 
 // The events feed (GET /v1/events, GET /v1/events/{id}): events are written here the way the
@@ -254,34 +253,4 @@ describe('GET /v1/events/{id}', () => {
       expectError(await get(`${URL}/${id}`), 'invalid_parameter');
     }
   });
-});
-
-let seeded = '';
-const seed = async (tt: TestApp, tenant: Tenant) => {
-  await new UnitOfWork(tt.db.kysely, tt.clock).run(async (w) => {
-    tt.services.events.record(w, tenant.accountId, 'customer.created', customer(1));
-  });
-  const row = await tt.db.kysely.selectFrom('events').select('public_id').executeTakeFirstOrThrow();
-  seeded = row.public_id;
-};
-
-describeAuthSuite('GET /v1/events', {
-  request: () => ({ method: 'GET', url: URL }),
-  scope: 'event:read',
-  successStatus: 200,
-  seed,
-  expectIsolated: (response) => {
-    expect(response.statusCode).toBe(200);
-    expect(response.json().events).toEqual([]);
-  },
-});
-
-describeAuthSuite('GET /v1/events/{id}', {
-  request: () => ({ method: 'GET', url: `${URL}/${seeded}` }),
-  scope: 'event:read',
-  successStatus: 200,
-  seed,
-  expectIsolated: (response) => {
-    expectError(response, 'not_found');
-  },
 });

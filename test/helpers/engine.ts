@@ -43,9 +43,12 @@ export async function program(
   return { token: type.token, ruleIds: (Array.isArray(created) ? created : [created]).map((rule) => rule.id) };
 }
 
-/** Rows of a table, over every account. */
-export async function rowCount(db: Kysely<Database>, table: keyof Database): Promise<number> {
-  const { rows } = await sql<{ n: number | string }>`select count(*) as n from ${sql.table(table)}`.execute(db);
+/** Rows of a table, over every account, or of account `accountId` only. */
+export async function rowCount(db: Kysely<Database>, table: keyof Database, accountId?: number): Promise<number> {
+  const ofAccount = accountId === undefined ? sql`` : sql` where account_id = ${accountId}`;
+  const { rows } = await sql<{ n: number | string }>`select count(*) as n from ${sql.table(table)}${ofAccount}`.execute(
+    db,
+  );
   return Number(rows[0]?.n ?? 0);
 }
 

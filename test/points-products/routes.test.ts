@@ -3,7 +3,6 @@ import type { PointsProduct, PointsPurchase } from '../../src/points-products/sc
 import { CODE_ALPHABET, CODE_LENGTH, newRewardCode } from '../../src/reward-fulfillments/code.js';
 import type { RewardFulfillment } from '../../src/reward-fulfillments/schemas.js';
 import { bearer, createTenant, createTestApp, type Tenant, type TestApp } from '../helpers/app.js';
-import { describeAuthSuite } from '../helpers/auth-suite.js';
 import { expectError } from '../helpers/contract.js';
 import { engineState, rowCount, unbalancedCustomers } from '../helpers/engine.js';
 
@@ -304,50 +303,4 @@ describe('reward codes', () => {
     expect(counts.size).toBe(32);
     for (const count of counts.values()) expect(count).toBeGreaterThan(4500);
   });
-});
-
-const seedProduct = async (t: TestApp, a: Tenant) => {
-  const customer = (await t.services.customers.create(a.accountId, { email: 'jane@example.com' })).id;
-  await t.services.pointsTransactions.adjust(a.accountId, { customer_id: customer, points_change: 1000 });
-  await t.services.pointsProducts.create(a.accountId, fixed('$5 off', 10));
-};
-
-describeAuthSuite('GET /v1/points_products', {
-  request: () => ({ method: 'GET', url: '/v1/points_products' }),
-  scope: 'points_product:read',
-  successStatus: 200,
-  seed: seedProduct,
-  expectIsolated: (response) => expect(response.json().points_products).toEqual([]),
-});
-
-describeAuthSuite('GET /v1/points_products/{id}', {
-  request: () => ({ method: 'GET', url: '/v1/points_products/1' }),
-  scope: 'points_product:read',
-  successStatus: 200,
-  seed: seedProduct,
-  expectIsolated: (response) => {
-    expectError(response, 'not_found');
-  },
-});
-
-describeAuthSuite('POST /v1/points_products/{id}/purchase', {
-  request: () => ({ method: 'POST', url: '/v1/points_products/1/purchase', payload: { customer_id: 1 } }),
-  scope: 'points_purchase:write',
-  successStatus: 201,
-  seed: seedProduct,
-  expectIsolated: async (response, t, a) => {
-    expectError(response, 'not_found');
-    expect((await t.services.customers.get(a.accountId, 1)).points_balance).toBe(1000);
-  },
-});
-
-describeAuthSuite('GET /v1/reward_fulfillments', {
-  request: () => ({ method: 'GET', url: '/v1/reward_fulfillments' }),
-  scope: 'reward_fulfillment:read',
-  successStatus: 200,
-  seed: async (t, a) => {
-    await seedProduct(t, a);
-    await t.services.pointsProducts.purchase(a.accountId, 1, { customer_id: 1 });
-  },
-  expectIsolated: (response) => expect(response.json().reward_fulfillments).toEqual([]),
 });

@@ -1,7 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { PointsTransaction } from '../../src/points-transactions/schemas.js';
 import { bearer, createTenant, createTestApp, type Tenant, type TestApp } from '../helpers/app.js';
-import { describeAuthSuite } from '../helpers/auth-suite.js';
 import { expectError } from '../helpers/contract.js';
 import { engineState, unbalancedCustomers } from '../helpers/engine.js';
 
@@ -267,41 +266,4 @@ describe('GET /v1/points_transactions and /v1/points_transactions/{id}', () => {
     expectError(await get(`${URL}/abc`), 'invalid_parameter');
     expect((await get(`${URL}?customer_id=${jane}`, b.apiKey)).json().points_transactions).toEqual([]);
   });
-});
-
-const seedJane = async (t: TestApp, a: Tenant) => {
-  const id = (await t.services.customers.create(a.accountId, { email: 'jane@example.com' })).id;
-  await t.services.pointsTransactions.adjust(a.accountId, { customer_id: id, points_change: 5 });
-};
-
-describeAuthSuite('POST /v1/points_transactions', {
-  request: () => ({ method: 'POST', url: URL, payload: { points_transaction: { customer_id: 1, points_change: 1 } } }),
-  scope: 'points_transaction:write',
-  successStatus: 201,
-  seed: seedJane,
-  expectIsolated: async (response, t, a) => {
-    expectError(response, 'invalid_parameter');
-    expect((await t.services.customers.get(a.accountId, 1)).points_balance).toBe(5);
-  },
-});
-
-describeAuthSuite('GET /v1/points_transactions', {
-  request: () => ({ method: 'GET', url: URL }),
-  scope: 'points_transaction:read',
-  successStatus: 200,
-  seed: seedJane,
-  expectIsolated: (response) => {
-    expect(response.statusCode).toBe(200);
-    expect(response.json().points_transactions).toEqual([]);
-  },
-});
-
-describeAuthSuite('GET /v1/points_transactions/{id}', {
-  request: () => ({ method: 'GET', url: `${URL}/1` }),
-  scope: 'points_transaction:read',
-  successStatus: 200,
-  seed: seedJane,
-  expectIsolated: (response) => {
-    expectError(response, 'not_found');
-  },
 });

@@ -68,7 +68,9 @@ describe(`graceful shutdown on SIGTERM (${testEngine})`, () => {
       `POST ${CREATE_OR_UPDATE} HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${tenant.accessToken}\r\n` +
         `Content-Type: application/json\r\nContent-Length: ${slowBody.length}\r\n\r\n${slowBody.slice(0, 20)}`,
     );
-    await sleep(200); // the server has read the headers: the request is in flight
+    // The server has read the headers, so the request is in flight: Fastify logs it as it routes it.
+    const inFlight = () => server.output().includes(`"url":"${CREATE_OR_UPDATE}"`);
+    expect(await eventually(async () => inFlight(), 10_000, 10), server.output()).toBe(true);
 
     // Many parallel writes; the signal goes as soon as the first one is answered.
     const agent = new http.Agent({ keepAlive: true, maxSockets: PARALLEL });

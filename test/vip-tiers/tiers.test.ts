@@ -1,6 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { bearer, createTenant, createTestApp, type Tenant, type TestApp } from '../helpers/app.js';
-import { describeAuthSuite } from '../helpers/auth-suite.js';
 import { expectError } from '../helpers/contract.js';
 
 let t: TestApp;
@@ -126,30 +125,6 @@ describe('GET /v1/points_settings', () => {
       code: 'invalid_parameter',
     });
   });
-});
-
-describeAuthSuite('GET /v1/vip_tiers', {
-  request: () => ({ method: 'GET', url: '/v1/vip_tiers' }),
-  scope: 'vip_tier:read',
-  successStatus: 200,
-  seed: async (t, a) => {
-    await t.services.vipTiers.create(a.accountId, { name: 'Secret tier', milestone: 10 });
-  },
-  expectIsolated: (response) => {
-    expect(response.json()).toEqual({ vip_tiers: [] });
-  },
-});
-
-describeAuthSuite('GET /v1/points_settings', {
-  request: () => ({ method: 'GET', url: '/v1/points_settings' }),
-  scope: 'points_settings:read',
-  successStatus: 200,
-  seed: async (t, a) => {
-    await t.services.pointsSettings.set(a.accountId, { points_label: { one: 'Secret', other: 'Secrets' } });
-  },
-  expectIsolated: (response) => {
-    expect(response.json().points_settings.points_label.one).toBe('Point');
-  },
 });
 
 it('keeps another account out of GET /v1/vip_tiers', async () => {
