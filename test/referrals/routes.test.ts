@@ -561,9 +561,12 @@ const seedReferral = async (t: TestApp, a: Tenant) => {
   await runningProgram(t, a.accountId);
   const sender = await member(t, a.accountId, 'jane@example.com');
   seeded = sender;
-  await referred(t, a, { referral_code: sender.code, receiver_customer_email: 'first@example.com' });
+  seededReferralId = (
+    await referred(t, a, { referral_code: sender.code, receiver_customer_email: 'first@example.com' })
+  ).id;
 };
 let seeded: Member;
+let seededReferralId = 0;
 
 describeAuthSuite('GET /v1/referrals', {
   request: () => ({ method: 'GET', url: '/v1/referrals' }),
@@ -574,7 +577,7 @@ describeAuthSuite('GET /v1/referrals', {
 });
 
 describeAuthSuite('GET /v1/referrals/{id}', {
-  request: () => ({ method: 'GET', url: '/v1/referrals/1' }),
+  request: () => ({ method: 'GET', url: `/v1/referrals/${seededReferralId}` }),
   scope: 'referral:read',
   successStatus: 200,
   seed: seedReferral,
