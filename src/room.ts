@@ -9,7 +9,6 @@ import type { Services } from './services.js';
  * service is built in src/services.ts, from the services of the rooms below it.
  */
 export interface Room {
-  readonly name: string;
   /** The routes, as a plugin; `never` options: each room's plugin takes its own (see routeOptions). */
   readonly routes?: FastifyPluginAsyncTypebox<never>;
   /** The routes' register options (a prefix, the config), when they take any. */

@@ -3,6 +3,5 @@ import routes from './routes.js';
 
 /** Activities, evaluated against the earning rules. */
 export const activitiesRoom = defineRoom({
-  name: 'activities',
   routes,
 });

@@ -8,8 +8,6 @@ import { type ConsoleUser, type PageData, renderPage } from './views.js';
 // and routes.ts (sign-in, error pages) import it; it imports none of them, so the console's
 // modules form no circle.
 
-export type { ConsoleUser } from './views.js';
-
 declare module 'fastify' {
   interface FastifyRequest {
     /** Set by the console's preHandler on every page but sign-in (and its stylesheet). */

@@ -3,7 +3,6 @@ import routes from './routes.js';
 
 /** The merchant console at /admin. */
 export const adminRoom = defineRoom({
-  name: 'admin',
   routes,
   routeOptions: () => ({ prefix: '/admin' }),
 });

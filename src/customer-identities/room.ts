@@ -3,6 +3,5 @@ import routes from './routes.js';
 
 /** Customer identities: records of outside systems linked to customers. */
 export const customerIdentitiesRoom = defineRoom({
-  name: 'customerIdentities',
   routes,
 });

@@ -3,6 +3,5 @@ import routes from './routes.js';
 
 /** An account's customers. */
 export const customersRoom = defineRoom({
-  name: 'customers',
   routes,
 });

@@ -3,6 +3,5 @@ import routes from './routes.js';
 
 /** Earning rules, listed a page at a time. */
 export const earningRulesRoom = defineRoom({
-  name: 'earningRules',
   routes,
 });

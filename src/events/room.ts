@@ -3,7 +3,6 @@ import routes from './routes.js';
 
 /** What happened: the outbox every change writes its events to, and the feed that reads them. */
 export const eventsRoom = defineRoom({
-  name: 'events',
   routes,
   jobs: (services) => [services.events.retentionJob()],
 });

@@ -25,8 +25,6 @@ import {
 import type { EventsQuery } from './schemas.js';
 import type { EventSubscribers, RecordedEvent } from './subscribers.js';
 
-export type { RecordedEvent } from './subscribers.js';
-
 /** A new event id: `evt_` and 24 random base62 characters (about 143 bits). */
 export function newEventId(): string {
   return `evt_${randomBase62(24)}`;

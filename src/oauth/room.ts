@@ -3,7 +3,6 @@ import routes from './routes.js';
 
 /** The OAuth 2.0 authorization server. */
 export const oauthRoom = defineRoom({
-  name: 'oauth',
   routes,
   routeOptions: (config) => ({ config }),
 });

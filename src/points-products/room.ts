@@ -3,6 +3,5 @@ import routes from './routes.js';
 
 /** Points products: rewards for sale for points. */
 export const pointsProductsRoom = defineRoom({
-  name: 'pointsProducts',
   routes,
 });

@@ -3,6 +3,5 @@ import routes from './routes.js';
 
 /** What an account calls its points. */
 export const pointsSettingsRoom = defineRoom({
-  name: 'pointsSettings',
   routes,
 });

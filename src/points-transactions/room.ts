@@ -3,6 +3,5 @@ import routes from './routes.js';
 
 /** The points ledger. */
 export const pointsTransactionsRoom = defineRoom({
-  name: 'pointsTransactions',
   routes,
 });

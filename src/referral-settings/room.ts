@@ -3,6 +3,5 @@ import routes from './routes.js';
 
 /** The referral program settings of the spec. */
 export const referralSettingsRoom = defineRoom({
-  name: 'referralSettings',
   routes,
 });

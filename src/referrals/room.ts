@@ -3,6 +3,5 @@ import routes from './routes.js';
 
 /** The referral program that runs: referrals, their rewards and completion, referral URLs. */
 export const referralsRoom = defineRoom({
-  name: 'referrals',
   routes,
 });

@@ -3,6 +3,5 @@ import routes from './routes.js';
 
 /** The rewards issued, with their codes. */
 export const rewardFulfillmentsRoom = defineRoom({
-  name: 'rewardFulfillments',
   routes,
 });

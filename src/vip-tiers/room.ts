@@ -3,7 +3,6 @@ import routes from './routes.js';
 
 /** VIP tiers, the program's type and periods, and the placement of customers in them. */
 export const vipTiersRoom = defineRoom({
-  name: 'vipTiers',
   routes,
   jobs: (services) => [services.vipTiers.job()],
 });

@@ -3,7 +3,6 @@ import routes from './routes.js';
 
 /** Webhook endpoints, their signed deliveries (a job per event and endpoint) and the delivery log. */
 export const webhooksRoom = defineRoom({
-  name: 'webhooks',
   routes,
   jobs: (services) => [services.webhooks.deliveryJob()],
 });

@@ -44,7 +44,6 @@ import {
 import { newWebhookSecret, WebhookSecrets } from './secrets.js';
 
 export { endpointGroup, WEBHOOK_DELIVERY_QUEUE } from './delivery-queue.js';
-export { subscribes } from './fan-out.js';
 export type { EventJson, WebhookDeliveriesPage, WebhookEndpoint, WebhookEndpointsPage } from './schemas.js';
 
 /** How long a rotated-out secret keeps signing beside the new one. */
